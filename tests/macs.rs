@@ -350,7 +350,7 @@ fn ms_attention_ops() {
 fn quantized_linear_ops_count_like_float() {
     // QLinearConv x [1,3,8,8] w [4,3,3,3] → [1,4,6,6]: MACs = 4·36 × 27 = 3,888.
     // QLinearMatMul [2,16]×[16,8] → 256; MatMulInteger [2,16]×[16,8] → 256;
-    // ConvInteger same as the QLinearConv → 3,888.
+    // ConvInteger same as the QLinearConv → 3,888; QGemm [2,16]×[16,8] → 256.
     let u8 = DataType::UINT8;
     let g = GraphBuilder::new("g")
         .input("x", u8, &[1, 3, 8, 8])
@@ -373,14 +373,25 @@ fn quantized_linear_ops_count_like_float() {
         ))
         .node(node("MatMulInteger", &["a", "m"], &["q"], vec![]))
         .node(node("ConvInteger", &["x", "w"], &["c"], vec![]))
+        .node(node_in(
+            "com.microsoft",
+            "QGemm",
+            &["a", "s", "z", "m", "s", "z"],
+            &["g"],
+            vec![],
+        ))
         .output("y", u8, &[])
         .output("p", u8, &[])
         .output("q", DataType::INT32, &[])
-        .output("c", DataType::INT32, &[]);
+        .output("c", DataType::INT32, &[])
+        .output("g", F, &[]);
     let a = analyse_graph(g, 17);
     assert_eq!(out_shape(&a, 0), vec![1, 4, 6, 6]);
     assert_eq!(out_shape(&a, 1), vec![2, 8]);
-    assert_eq!(a.macs, Some(3_888 + 256 + 256 + 3_888));
+    assert_eq!(out_shape(&a, 4), vec![2, 8]);
+    // QGemm (com.microsoft) [2,16]×[16,8] without y_scale: 256 MACs, FP32 output.
+    assert_eq!(a.outputs[4].elem_type, "FP32");
+    assert_eq!(a.macs, Some(3_888 + 256 + 256 + 3_888 + 256));
     assert_eq!(a.outputs[2].elem_type, "INT32");
 }
 

@@ -251,3 +251,21 @@ impl GraphBuilder {
         self.model_with(opset, extra).encode_to_vec()
     }
 }
+
+/// A chain of `layers` Gemm nodes with zero-filled `width`×`width` FP32 weights: a model of
+/// `layers`·`width`²·4 bytes of parameters, for timing and memory checks.
+pub fn gemm_chain(layers: u64, width: i64) -> GraphBuilder {
+    let mut g = GraphBuilder::new("gemm_chain").input("x0", DataType::FLOAT, &[1, width]);
+    for i in 0..layers {
+        let w = format!("w{i}");
+        g = g
+            .init(tensor_zeros(&w, DataType::FLOAT, &[width, width]))
+            .node(node(
+                "Gemm",
+                &[&format!("x{i}"), &w],
+                &[&format!("x{}", i + 1)],
+                vec![],
+            ));
+    }
+    g.output(&format!("x{layers}"), DataType::FLOAT, &[1, width])
+}

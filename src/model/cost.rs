@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | Conv, ConvInteger, QLinearConv, FusedConv | N·C_out·∏out_spatial · (C_in/group)·∏kernel | bias: N·C_out·∏out_spatial |
 //! | ConvTranspose | N·C_in·∏in_spatial · (C_out/group)·∏kernel | bias: output elements |
-//! | Gemm | M·N·K | C given: M·N |
+//! | Gemm, QGemm | M·N·K | C given: M·N |
 //! | MatMul, MatMulInteger, QLinearMatMul, FusedMatMul, MatMulNBits | ∏batch·M·N·K (broadcast batch) | 0 |
 //! | Einsum with 2 operands and a summed label | ∏ sizes of all distinct labels | 0 |
 //! | Einsum without a summed label | 0 | output elements |
@@ -96,7 +96,7 @@ pub fn cost(node: &NodeProto, ins: &[Option<&Fact>], outs: &[Fact]) -> Result<Co
             let bias = if has(node, 2) { numel(out0)? } else { 0 };
             c(x * per_in, bias)
         }
-        "Gemm" => {
+        "Gemm" | "QGemm" => {
             let a = dims(input(0))?;
             let out = numel(out0)?;
             let k = if node.attr_i("transA").unwrap_or(0) != 0 {
@@ -104,7 +104,8 @@ pub fn cost(node: &NodeProto, ins: &[Option<&Fact>], outs: &[Fact]) -> Result<Co
             } else {
                 a[1]
             };
-            c(out * k, if has(node, 2) { out } else { 0 })
+            let bias_at = if op == "QGemm" { 6 } else { 2 };
+            c(out * k, if has(node, bias_at) { out } else { 0 })
         }
         "MatMul" | "MatMulInteger" | "QLinearMatMul" | "FusedMatMul" | "MatMulIntegerToFloat" => {
             let a = dims(input(0))?;

@@ -376,6 +376,11 @@ impl OnnxFile {
             path: path.to_path_buf(),
             source,
         })?;
+        // Only the protobuf framing is read, a few bytes per tensor: tell the kernel not
+        // to read around each touched page (with an 8 MB read-ahead that alone maps half
+        // of a large model).
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Random);
         let proto = decode(Bytes::from_owner(map), path)?;
         Ok(OnnxFile {
             path: path.to_path_buf(),
@@ -405,7 +410,11 @@ impl OnnxFile {
 
 /// Decodes a model from bytes (zero-copy for `raw_data` when `bytes` is backed by a map).
 pub fn decode(bytes: Bytes, path: &Path) -> Result<ModelProto, LoadError> {
-    let proto = ModelProto::decode(bytes).map_err(|e| LoadError::Decode {
+    // `Message::decode` hands prost a `&mut Bytes`, and `impl Buf for &mut T` does not
+    // forward `copy_to_bytes`, so every `raw_data` would be copied. `merge` with the
+    // `Bytes` itself keeps each `raw_data` a slice of the map.
+    let mut proto = ModelProto::default();
+    proto.merge(bytes).map_err(|e| LoadError::Decode {
         path: path.to_path_buf(),
         reason: e.to_string(),
     })?;
@@ -468,7 +477,8 @@ impl TensorProto {
             ));
         };
         let file = dir.join(location);
-        let meta = std::fs::metadata(&file).map_err(|e| err(file.clone(), format!("{e}")))?;
+        let meta = std::fs::metadata(&file)
+            .map_err(|e| err(file.clone(), format!("cannot be read ({e})")))?;
         let offset: u64 = self
             .external_entry("offset")
             .and_then(|v| v.parse().ok())

@@ -523,12 +523,13 @@ pub fn infer(n: &NodeIn) -> R<Option<Vec<Fact>>> {
                 value: None,
             }]
         }
-        "Gemm" => {
-            let shape = match (n.shape(0), n.shape(1)) {
+        "Gemm" | "QGemm" => {
+            let b = if op == "QGemm" { 3 } else { 1 };
+            let shape = match (n.shape(0), n.shape(b)) {
                 (Some(a), Some(b)) => {
                     if a.len() != 2 || b.len() != 2 {
                         return contra(format!(
-                            "node '{label}' (Gemm) needs 2-D inputs, got {} and {}",
+                            "node '{label}' ({op}) needs 2-D inputs, got {} and {}",
                             shape_str(a),
                             shape_str(b)
                         ));
