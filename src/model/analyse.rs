@@ -694,23 +694,25 @@ pub fn analyse(path: &Path, overrides: &[InputShape]) -> Result<Analysis, Analys
             }
             f.shape = Some(shape::known_shape(&o.dims));
         } else if f.tensor_shape_unknown() {
+            // Known dims are kept; each unknown one becomes a <placeholder> to fill in.
+            let hint = match &f.shape {
+                Some(s) => s
+                    .iter()
+                    .map(|d| match d {
+                        Dim::Known(v) => v.to_string(),
+                        Dim::Sym(name) => format!("<{name}>"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("x"),
+                None => "<dims, e.g. 1x3x224x224>".into(),
+            };
+            let what = match &f.shape {
+                Some(s) => format!("dynamic dims {}", shape::shape_str(s)),
+                None => "no declared shape".into(),
+            };
             needs_shape.push(format!(
-                "input '{}' has {} dims{}: pass --input {}:{}",
-                i.name,
-                match &f.shape {
-                    Some(s) => format!("dynamic {}", shape::shape_str(s)),
-                    None => "undeclared".into(),
-                },
-                "",
-                i.name,
-                f.shape
-                    .as_ref()
-                    .map(|s| s
-                        .iter()
-                        .map(|d| d.known().map(|v| v.to_string()).unwrap_or("N".into()))
-                        .collect::<Vec<_>>()
-                        .join("x"))
-                    .unwrap_or_else(|| "1x3x224x224".into())
+                "input '{}' has {what}: pass --input {}:{hint} with numbers",
+                i.name, i.name
             ));
         }
         resolved_inputs.push(f.shape.clone());

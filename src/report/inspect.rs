@@ -283,7 +283,7 @@ pub fn write_tables(
         right(&mut t, &[2, 3, 4]);
         writeln!(
             out,
-            "Top {} of {} counted nodes by MACs:",
+            "Top {} of {} counted nodes by MACs:\n",
             n.min(a.per_op.len()),
             a.per_op.len()
         )?;
