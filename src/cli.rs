@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::backend::{BackendSpec, GraphOpt};
 use crate::model::InputShape;
 
 /// Evaluate, grade and certify AI hardware acceleration for electric-power AI
@@ -22,6 +23,116 @@ pub enum Command {
     /// What a model is: inputs/outputs, operators, parameters (Table 1), MACs and FLOPs
     /// (Table 2) at concrete input shapes.
     Inspect(InspectArgs),
+    /// Identify the hardware (§6.2 c): CPU, memory, OS, container, NVIDIA GPUs (NVML),
+    /// Ascend NPUs (DCMI / npu-smi), ONNX Runtime and its providers, and every backend.
+    Devices(DevicesArgs),
+    /// Run a model once on a backend (then --runs steady runs): §5.3 timings, outputs,
+    /// operator placement.
+    Run(RunArgs),
+    /// Run an ONNX test-data suite (e.g. ONNX's backend node tests) through a backend and
+    /// report, per operator, how many cases load, run and match.
+    Conformance(ConformanceArgs),
+}
+
+/// Where and how a model runs.
+#[derive(Debug, Args)]
+pub struct BackendArgs {
+    /// NAME[:PROVIDER][@DEVICE]: cpu (tract, the default), ort:cpu, ort:cuda@0,
+    /// ort:tensorrt, ort:cann, ort:openvino, ..., cuda (tract's CUDA runtime). See `acceval devices`.
+    #[arg(long, default_value = "cpu", value_name = "BACKEND")]
+    pub backend: BackendSpec,
+    /// Intra-op threads (ONNX Runtime; tract runs on one thread).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// ONNX Runtime graph optimisation level [default: all].
+    #[arg(long, value_enum)]
+    pub graph_opt: Option<GraphOpt>,
+    /// Execution-provider option KEY=VALUE (repeatable), passed to the ONNX Runtime provider.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub ep_option: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// The ONNX model.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// An input: NAME=FILE.npy, NAME=FILE.npz, or FILE.npz holding arrays named like the
+    /// inputs (repeatable). Inputs not given are generated from --seed.
+    #[arg(long = "input", value_name = "NAME=FILE")]
+    pub inputs: Vec<String>,
+    /// Shape for a generated input with dynamic dims, NAME:DxDxD (repeatable).
+    #[arg(long = "shape", value_name = "NAME:SHAPE")]
+    pub shapes: Vec<InputShape>,
+    /// Seed for generated inputs (input k uses seed + k).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Write the outputs of the first inference to this .npz file.
+    #[arg(long, value_name = "FILE.npz")]
+    pub output: Option<PathBuf>,
+    /// Steady runs after the first (cold) inference.
+    #[arg(long, default_value_t = 10)]
+    pub runs: usize,
+    /// Record and show where each node ran (ONNX Runtime profiling; adds overhead).
+    #[arg(long)]
+    pub placement: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// The suite: a folder of test folders, each with model.onnx and
+    /// test_data_set_N/{input,output}_K.pb (e.g. onnx/backend/test/data/node from the
+    /// onnx 1.22.0 wheel; scripts/fetch-onnx-node-tests.sh fetches it).
+    #[arg(long, value_name = "DIR", env = "ACCEVAL_CONFORMANCE_SUITE")]
+    pub suite: PathBuf,
+    /// Relative tolerance.
+    #[arg(long, default_value_t = 1e-3)]
+    pub rtol: f64,
+    /// Absolute tolerance.
+    #[arg(long, default_value_t = 1e-7)]
+    pub atol: f64,
+    /// Which cases: fp32 = every input and output is an FP32 tensor; all = every case.
+    #[arg(long, value_enum, default_value = "fp32")]
+    pub types: SuiteTypes,
+    /// Only cases whose folder name contains this text.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Seconds one case may take before it counts as failed.
+    #[arg(long, default_value_t = 60)]
+    pub case_timeout: u64,
+    /// Exit 1 (not compliant) when fewer cases pass.
+    #[arg(long, value_name = "N")]
+    pub min_passed: Option<usize>,
+    /// List every failing case in the table view.
+    #[arg(long)]
+    pub failures: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON report to this file (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SuiteTypes {
+    Fp32,
+    All,
 }
 
 #[derive(Debug, Args)]

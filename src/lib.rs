@@ -4,8 +4,14 @@
 //! The library holds everything; `main.rs` only parses the command line, calls [`run`]
 //! and turns its [`Outcome`] into an exit code (0 ok/compliant, 1 not compliant, 2 error).
 
+pub mod accuracy;
+pub mod backend;
 pub mod cli;
+pub mod commands;
+pub mod conformance;
+pub mod device;
 pub mod grade;
+pub mod measure;
 pub mod model;
 pub mod report;
 
@@ -30,22 +36,9 @@ impl Outcome {
 /// Runs one parsed command.
 pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
     match cli.command {
-        cli::Command::Inspect(args) => {
-            let analysis = model::analyse(&args.model, &args.inputs)?;
-            let mut out = std::io::stdout().lock();
-            if args.json {
-                report::inspect::write_json(&mut out, &analysis)?;
-            } else {
-                let opts = report::inspect::TableOptions {
-                    per_op: args.per_op,
-                    tensors: args.tensors,
-                };
-                report::inspect::write_tables(&mut out, &analysis, &opts)?;
-            }
-            if let Some(reason) = &analysis.macs_unavailable {
-                eprintln!("acceval: note: MACs/FLOPs not computed: {reason}");
-            }
-            Ok(Outcome::Ok)
-        }
+        cli::Command::Inspect(args) => commands::inspect::run(args),
+        cli::Command::Devices(args) => commands::devices::run(args),
+        cli::Command::Run(args) => commands::run::run(args),
+        cli::Command::Conformance(args) => commands::conformance::run(args),
     }
 }

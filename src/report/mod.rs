@@ -1,7 +1,10 @@
 //! Rendering: every view (terminal tables, JSON) is made from one result struct.
 //! Files are written atomically with [`write_atomic`].
 
+pub mod conformance;
+pub mod devices;
 pub mod inspect;
+pub mod run;
 
 use std::io::Write;
 use std::path::Path;

@@ -1,0 +1,5 @@
+//! Accuracy: tensor files (NumPy and ONNX test-data formats) and comparisons of outputs
+//! against references. Table 3 grading builds on `compare`.
+
+pub mod compare;
+pub mod io;

@@ -1,0 +1,656 @@
+//! The `ort` backend: ONNX Runtime through the `ort` crate, loaded at run time
+//! (`load-dynamic`), with its execution providers: `ort:cpu`, `ort:cuda`, `ort:tensorrt`,
+//! `ort:cann`, `ort:openvino`, `ort:migraphx`, `ort:rocm`, `ort:xnnpack`, `ort:qnn`,
+//! `ort:onednn`.
+//!
+//! The library is found through `ORT_DYLIB_PATH`, then the installed Python `onnxruntime`
+//! (or `onnxruntime-gpu`) package's `onnxruntime/capi/libonnxruntime.so*`, then the system
+//! library path. It is probed with `libloading` first, because ort's own load errors only
+//! say "dlopen failed". A provider that was asked for and is not compiled into the loaded
+//! library, or that fails to initialise, is an error: never a silent run on the CPU
+//! (providers are registered with `error_on_failure`). Nodes a provider does not take still
+//! fall back to the CPU inside ONNX Runtime; `--placement` reports them.
+
+use std::collections::BTreeMap;
+use std::ffi::{CStr, c_char};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider, ExecutionProviderDispatch};
+use ort::session::Session as OrtSession;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::value::{DynValue, TensorElementType, ValueType};
+
+use super::tensor::{HostTensor, TensorData};
+use super::{
+    Availability, Backend, BackendError, BackendSpec, GraphOpt, LoadOptions, LoadTimings,
+    NodePlacement, Placement, Session, SessionInfo,
+};
+
+/// The oldest ONNX Runtime this build can load (ort's `api-24` feature): 1.24, the version of
+/// the `onnxruntime-cann` wheel for Ascend.
+pub const MIN_ORT_MINOR: u32 = 24;
+
+/// An ONNX Runtime library found on this machine.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OrtLibrary {
+    pub path: PathBuf,
+    /// `ORT_DYLIB_PATH`, `python onnxruntime package`, or `system library path`.
+    pub found_by: String,
+    pub version: String,
+}
+
+/// The execution providers acceval can ask for: (`--backend ort:NAME`, ONNX Runtime's name).
+pub const PROVIDERS: [(&str, &str); 10] = [
+    ("cpu", "CPUExecutionProvider"),
+    ("cuda", "CUDAExecutionProvider"),
+    ("tensorrt", "TensorrtExecutionProvider"),
+    ("cann", "CANNExecutionProvider"),
+    ("openvino", "OpenVINOExecutionProvider"),
+    ("migraphx", "MIGraphXExecutionProvider"),
+    ("rocm", "ROCMExecutionProvider"),
+    ("xnnpack", "XnnpackExecutionProvider"),
+    ("qnn", "QNNExecutionProvider"),
+    ("onednn", "DnnlExecutionProvider"),
+];
+
+const INSTALL_HINT: &str = "install it with `pip install onnxruntime` (CPU) or `pip install onnxruntime-gpu` (CUDA, TensorRT), or set ORT_DYLIB_PATH=/path/to/libonnxruntime.so";
+
+/// Reads the version of the ONNX Runtime library at `path` (or the loader's `name`).
+fn probe_version(path: &Path) -> Result<String, String> {
+    // SAFETY: loading libonnxruntime runs its initialisers, which is what ort does too.
+    let lib = unsafe { libloading::Library::new(path) }
+        .map_err(|e| format!("{:#}", anyhow::Error::from(e)))?;
+    // SAFETY: `OrtGetApiBase` has this signature in every ONNX Runtime release.
+    let get_base: libloading::Symbol<unsafe extern "C" fn() -> *const ort::sys::OrtApiBase> =
+        unsafe { lib.get(b"OrtGetApiBase\0") }.map_err(|_| {
+            "it has no OrtGetApiBase symbol: not an ONNX Runtime library".to_string()
+        })?;
+    // SAFETY: the base struct and the version string are static in the library.
+    let version = unsafe {
+        let base = get_base();
+        if base.is_null() {
+            return Err("OrtGetApiBase returned null".into());
+        }
+        let v = ((*base).GetVersionString)();
+        CStr::from_ptr(v).to_string_lossy().into_owned()
+    };
+    // Keep the library loaded: ort will load the same file again, and unloading ORT
+    // while its threads may still run is unsafe.
+    std::mem::forget(lib);
+    Ok(version)
+}
+
+fn python_package_library() -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Ok(p) = std::env::var("ACCEVAL_PYTHON") {
+        candidates.push(p);
+    }
+    if let Ok(v) = std::env::var("VIRTUAL_ENV") {
+        candidates.push(format!("{v}/bin/python"));
+    }
+    candidates.push("python3".into());
+    for py in candidates {
+        let Ok(out) = std::process::Command::new(&py)
+            .args([
+                "-c",
+                "import os, onnxruntime; print(os.path.dirname(onnxruntime.__file__))",
+            ])
+            .stderr(std::process::Stdio::null())
+            .output()
+        else {
+            continue;
+        };
+        if !out.status.success() {
+            continue;
+        }
+        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("capi");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut libs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("libonnxruntime.so"))
+            })
+            .collect();
+        libs.sort();
+        if let Some(l) = libs.pop() {
+            return Some(l);
+        }
+    }
+    None
+}
+
+/// Finds the ONNX Runtime library (see the module docs for the order).
+pub fn find_library() -> Result<OrtLibrary, String> {
+    if let Ok(p) = std::env::var("ORT_DYLIB_PATH") {
+        let path = PathBuf::from(&p);
+        let version = probe_version(&path)
+            .map_err(|e| format!("ORT_DYLIB_PATH={p} cannot be loaded: {e}; {INSTALL_HINT}"))?;
+        return Ok(OrtLibrary {
+            path,
+            found_by: "ORT_DYLIB_PATH".into(),
+            version,
+        });
+    }
+    if let Some(path) = python_package_library() {
+        let version = probe_version(&path).map_err(|e| {
+            format!(
+                "the Python onnxruntime package's {} cannot be loaded: {e}",
+                path.display()
+            )
+        })?;
+        return Ok(OrtLibrary {
+            path,
+            found_by: "python onnxruntime package".into(),
+            version,
+        });
+    }
+    let path = PathBuf::from("libonnxruntime.so");
+    match probe_version(&path) {
+        Ok(version) => Ok(OrtLibrary {
+            path,
+            found_by: "system library path".into(),
+            version,
+        }),
+        Err(e) => Err(format!(
+            "ONNX Runtime library not found: ORT_DYLIB_PATH is not set, no Python package 'onnxruntime' (tried $ACCEVAL_PYTHON, $VIRTUAL_ENV, python3), and the system library path has no libonnxruntime.so ({e}); {INSTALL_HINT}"
+        )),
+    }
+}
+
+fn minor(version: &str) -> Option<u32> {
+    version.split('.').nth(1).and_then(|m| m.parse().ok())
+}
+
+/// The process-wide ONNX Runtime environment (ONNX Runtime allows one per process).
+fn environment() -> Result<&'static (OrtLibrary, ort::environment::Environment), String> {
+    static ENV: OnceLock<Result<(OrtLibrary, ort::environment::Environment), String>> =
+        OnceLock::new();
+    ENV.get_or_init(|| {
+        let lib = find_library()?;
+        if minor(&lib.version).is_none_or(|m| m < MIN_ORT_MINOR) {
+            return Err(format!(
+                "ONNX Runtime {} at {} is older than 1.{MIN_ORT_MINOR}, the oldest this build supports; {INSTALL_HINT}",
+                lib.version,
+                lib.path.display()
+            ));
+        }
+        let env = ort::init_from(&lib.path)
+            .map_err(|e| format!("loading {}: {e}", lib.path.display()))?
+            .with_name("acceval")
+            .build()
+            .map_err(|e| format!("creating the ONNX Runtime environment: {e}"))?;
+        Ok((lib, env))
+    })
+    .as_ref()
+    .map_err(|e| e.clone())
+}
+
+/// Execution providers compiled into the loaded library (ONNX Runtime's names).
+pub fn compiled_providers() -> Result<Vec<String>, String> {
+    environment()?;
+    let api = ort::api();
+    let mut list: *mut *mut c_char = std::ptr::null_mut();
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: GetAvailableProviders allocates `n` C strings, released below.
+    unsafe {
+        let status = (api.GetAvailableProviders)(&mut list, &mut n);
+        if !status.0.is_null() {
+            (api.ReleaseStatus)(status.0);
+            return Err("GetAvailableProviders failed".into());
+        }
+        let names = (0..n as usize)
+            .map(|i| CStr::from_ptr(*list.add(i)).to_string_lossy().into_owned())
+            .collect();
+        let _ = (api.ReleaseAvailableProviders)(list, n);
+        Ok(names)
+    }
+}
+
+/// The library that would be (or was) loaded, for `acceval devices`.
+pub fn library() -> Result<OrtLibrary, String> {
+    environment().map(|(l, _)| l.clone())
+}
+
+pub struct OrtBackend;
+
+pub static ORT: OrtBackend = OrtBackend;
+
+fn dispatch(
+    provider: &str,
+    device: Option<u32>,
+    options: &[(String, String)],
+) -> Result<Option<ExecutionProviderDispatch>, String> {
+    fn with<E: ArbitrarilyConfigurableExecutionProvider>(
+        mut e: E,
+        device: Option<u32>,
+        options: &[(String, String)],
+    ) -> E {
+        if let Some(d) = device {
+            e = e.with_arbitrary_config("device_id", d);
+        }
+        for (k, v) in options {
+            e = e.with_arbitrary_config(k, v);
+        }
+        e
+    }
+    let d = match provider {
+        "cpu" => {
+            if !options.is_empty() {
+                return Err("the CPU provider takes no --ep-option".into());
+            }
+            return Ok(None);
+        }
+        "cuda" => with(ep::CUDA::default(), device, options).build(),
+        "tensorrt" => with(ep::TensorRT::default(), device, options).build(),
+        "cann" => with(ep::CANN::default(), device, options).build(),
+        "openvino" => with(ep::OpenVINO::default(), None, options).build(),
+        "migraphx" => {
+            if !options.is_empty() {
+                return Err("the MIGraphX provider takes no --ep-option in this build".into());
+            }
+            let mut e = ep::MIGraphX::default();
+            if let Some(d) = device {
+                e = e.with_device_id(d as i32);
+            }
+            e.build()
+        }
+        "rocm" => with(ep::ROCm::default(), device, options).build(),
+        "xnnpack" => with(ep::XNNPACK::default(), None, options).build(),
+        "qnn" => with(ep::QNN::default(), None, options).build(),
+        "onednn" => with(ep::OneDNN::default(), None, options).build(),
+        other => {
+            return Err(format!(
+                "unknown provider '{other}'; the providers are: {}",
+                PROVIDERS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    };
+    Ok(Some(d.error_on_failure()))
+}
+
+impl Backend for OrtBackend {
+    fn name(&self) -> &'static str {
+        "ort"
+    }
+    fn summary(&self) -> &'static str {
+        "ONNX Runtime (libonnxruntime loaded at run time) and its execution providers"
+    }
+    fn probe(&self) -> Availability {
+        match environment() {
+            Ok((lib, _)) => Availability::Available {
+                detail: format!(
+                    "onnxruntime {} at {} (found by {})",
+                    lib.version,
+                    lib.path.display(),
+                    lib.found_by
+                ),
+            },
+            Err(reason) => Availability::NotAvailable { reason },
+        }
+    }
+    fn providers(&self) -> Vec<(String, Availability)> {
+        // Without a library there is nothing to say per provider beyond `probe`'s reason.
+        if environment().is_err() {
+            return Vec::new();
+        }
+        let compiled = compiled_providers();
+        PROVIDERS
+            .iter()
+            .map(|(short, long)| {
+                let a = match &compiled {
+                    Ok(list) if list.iter().any(|p| p == long) => Availability::Available {
+                        detail: format!("{long} compiled into the loaded library"),
+                    },
+                    Ok(_) => Availability::NotAvailable {
+                        reason: format!("{long} is not compiled into the loaded ONNX Runtime"),
+                    },
+                    Err(e) => Availability::NotAvailable { reason: e.clone() },
+                };
+                (format!("ort:{short}"), a)
+            })
+            .collect()
+    }
+    fn load(
+        &self,
+        model: &Path,
+        spec: &BackendSpec,
+        opts: &LoadOptions,
+    ) -> Result<Box<dyn Session>, BackendError> {
+        let backend = spec.to_string();
+        let (lib, env) = environment().map_err(|reason| BackendError::NotAvailable {
+            backend: backend.clone(),
+            reason,
+        })?;
+        let provider = spec.provider.clone().unwrap_or_else(|| "cpu".into());
+        let long = PROVIDERS
+            .iter()
+            .find(|p| p.0 == provider)
+            .map(|p| p.1)
+            .ok_or_else(|| BackendError::NotAvailable {
+                backend: backend.clone(),
+                reason: format!(
+                    "unknown provider '{provider}'; the providers are: {}",
+                    PROVIDERS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+                ),
+            })?;
+        let compiled = compiled_providers().map_err(|reason| BackendError::NotAvailable {
+            backend: backend.clone(),
+            reason,
+        })?;
+        if !compiled.iter().any(|p| p == long) {
+            let hint = match provider.as_str() {
+                "cuda" | "tensorrt" => {
+                    " For CUDA/TensorRT install onnxruntime-gpu (and the CUDA 13 libraries) and point ORT_DYLIB_PATH at its libonnxruntime.so."
+                }
+                "cann" => " For Ascend install onnxruntime-cann and the CANN toolkit.",
+                "openvino" => " For OpenVINO install onnxruntime-openvino.",
+                _ => "",
+            };
+            return Err(BackendError::NotAvailable {
+                backend,
+                reason: format!(
+                    "provider {long} is not compiled into ONNX Runtime {} at {}; it has: {}.{hint}",
+                    lib.version,
+                    lib.path.display(),
+                    compiled.join(", ")
+                ),
+            });
+        }
+        let load_err = |reason: String| BackendError::Load {
+            backend: spec.to_string(),
+            model: model.display().to_string(),
+            reason,
+        };
+        let ep = dispatch(&provider, spec.device, &opts.ep_options).map_err(&load_err)?;
+        let mut options = BTreeMap::new();
+        options.insert("provider".to_string(), long.to_string());
+        let mut b = OrtSession::builder(env).map_err(|e| load_err(e.to_string()))?;
+        if let Some(t) = opts.threads {
+            b = b
+                .with_intra_threads(t)
+                .map_err(|e| load_err(e.to_string()))?;
+            options.insert("intra_op_threads".into(), t.to_string());
+        } else {
+            options.insert(
+                "intra_op_threads".into(),
+                "ONNX Runtime default (physical cores)".into(),
+            );
+        }
+        let level = opts.graph_opt.unwrap_or(GraphOpt::All);
+        b = b
+            .with_optimization_level(match level {
+                GraphOpt::Disable => GraphOptimizationLevel::Disable,
+                GraphOpt::Basic => GraphOptimizationLevel::Level1,
+                GraphOpt::Extended => GraphOptimizationLevel::Level2,
+                GraphOpt::All => GraphOptimizationLevel::All,
+            })
+            .map_err(|e| load_err(e.to_string()))?;
+        options.insert(
+            "graph_optimization_level".into(),
+            format!("{level:?}").to_lowercase(),
+        );
+        if let Some(d) = spec.device {
+            options.insert("device_id".into(), d.to_string());
+        }
+        for (k, v) in &opts.ep_options {
+            options.insert(format!("ep.{k}"), v.clone());
+        }
+        let profile_dir = if opts.placement {
+            let dir =
+                std::env::temp_dir().join(format!("acceval-ort-profile-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).map_err(|e| load_err(e.to_string()))?;
+            b = b
+                .with_profiling(dir.join("profile"))
+                .map_err(|e| load_err(e.to_string()))?;
+            options.insert(
+                "profiling".into(),
+                "on (for --placement; adds overhead)".into(),
+            );
+            Some(dir)
+        } else {
+            None
+        };
+        if let Some(ep) = ep {
+            b = b
+                .with_execution_providers([ep])
+                .map_err(|e| load_err(e.to_string()))?;
+        }
+        let t0 = Instant::now();
+        let session = b
+            .commit_from_file(model)
+            .map_err(|e| load_err(e.to_string()))?;
+        let init = t0.elapsed();
+        let output_names = session
+            .outputs()
+            .iter()
+            .map(|o| o.name().to_string())
+            .collect();
+        let input_names = session
+            .inputs()
+            .iter()
+            .map(|o| o.name().to_string())
+            .collect();
+        Ok(Box::new(OrtRun {
+            info: SessionInfo {
+                backend: format!("ort:{provider}{}", spec.device.map(|d| format!("@{d}")).unwrap_or_default()),
+                engine: format!("onnxruntime {}", lib.version),
+                device: match spec.device {
+                    Some(d) => format!("{long} device {d}"),
+                    None => long.to_string(),
+                },
+                library: Some(lib.path.display().to_string()),
+                options,
+            },
+            timings: LoadTimings {
+                convert: None,
+                convert_note: Some(
+                    "ONNX Runtime converts and optimises the graph inside session creation; that time is part of init_ms".into(),
+                ),
+                init,
+            },
+            session,
+            input_names,
+            output_names,
+            profile_dir,
+            placement: None,
+        }))
+    }
+}
+
+struct OrtRun {
+    info: SessionInfo,
+    timings: LoadTimings,
+    session: OrtSession,
+    input_names: Vec<String>,
+    output_names: Vec<String>,
+    profile_dir: Option<PathBuf>,
+    placement: Option<Placement>,
+}
+
+fn to_value(t: &TensorData) -> ort::Result<DynValue> {
+    Ok(match t {
+        TensorData::F32(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
+        TensorData::F64(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
+        TensorData::I64(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
+        TensorData::I32(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
+        TensorData::I8(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
+        TensorData::U8(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
+        TensorData::Bool(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
+    })
+}
+
+fn from_value(v: &DynValue) -> Result<TensorData, String> {
+    let ty = match v.dtype() {
+        ValueType::Tensor { ty, .. } => *ty,
+        other => return Err(format!("output of type {other:?} is not a tensor")),
+    };
+    let e = |e: ort::Error| e.to_string();
+    Ok(match ty {
+        TensorElementType::Float32 => {
+            TensorData::F32(v.try_extract_array::<f32>().map_err(e)?.to_owned())
+        }
+        TensorElementType::Float64 => {
+            TensorData::F64(v.try_extract_array::<f64>().map_err(e)?.to_owned())
+        }
+        TensorElementType::Int64 => {
+            TensorData::I64(v.try_extract_array::<i64>().map_err(e)?.to_owned())
+        }
+        TensorElementType::Int32 => {
+            TensorData::I32(v.try_extract_array::<i32>().map_err(e)?.to_owned())
+        }
+        TensorElementType::Int8 => {
+            TensorData::I8(v.try_extract_array::<i8>().map_err(e)?.to_owned())
+        }
+        TensorElementType::Uint8 => {
+            TensorData::U8(v.try_extract_array::<u8>().map_err(e)?.to_owned())
+        }
+        TensorElementType::Bool => {
+            TensorData::Bool(v.try_extract_array::<bool>().map_err(e)?.to_owned())
+        }
+        other => return Err(format!("output element type {other:?} is not supported")),
+    })
+}
+
+impl Session for OrtRun {
+    fn info(&self) -> &SessionInfo {
+        &self.info
+    }
+    fn timings(&self) -> &LoadTimings {
+        &self.timings
+    }
+    fn run(&mut self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
+        let backend = self.info.backend.clone();
+        let run_err = |reason: String| BackendError::Run {
+            backend: backend.clone(),
+            reason,
+        };
+        let mut values: Vec<(String, DynValue)> = Vec::with_capacity(inputs.len());
+        for (i, t) in inputs.iter().enumerate() {
+            let name = self
+                .input_names
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| t.name.clone());
+            values.push((name, to_value(&t.data).map_err(|e| run_err(e.to_string()))?));
+        }
+        let outs = self
+            .session
+            .run(values)
+            .map_err(|e| run_err(e.to_string()))?;
+        let mut result = Vec::with_capacity(self.output_names.len());
+        for name in &self.output_names {
+            let v = outs
+                .get(name.as_str())
+                .ok_or_else(|| run_err(format!("output '{name}' missing")))?;
+            result.push(HostTensor {
+                name: name.clone(),
+                data: from_value(v).map_err(&run_err)?,
+            });
+        }
+        Ok(result)
+    }
+    fn synchronize(&mut self) -> Result<(), BackendError> {
+        // `run` returns host-resident outputs: ONNX Runtime has copied them back and
+        // synchronised the device stream before returning.
+        Ok(())
+    }
+    fn placement(&mut self) -> Result<Placement, BackendError> {
+        if let Some(p) = &self.placement {
+            return Ok(p.clone());
+        }
+        let err = |reason: String| BackendError::Run {
+            backend: self.info.backend.clone(),
+            reason,
+        };
+        if self.profile_dir.is_none() {
+            return Err(err(
+                "placement needs the session loaded with profiling (--placement)".into(),
+            ));
+        }
+        let file = self
+            .session
+            .end_profiling()
+            .map_err(|e| err(e.to_string()))?;
+        let text = std::fs::read_to_string(&file).map_err(|e| err(format!("{file}: {e}")))?;
+        let p = parse_profile(&text).map_err(|e| err(format!("{file}: {e}")))?;
+        if let Some(d) = &self.profile_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        self.placement = Some(p.clone());
+        Ok(p)
+    }
+}
+
+/// Node placement from an ONNX Runtime profile (Chrome trace JSON): every `cat: "Node"`
+/// event names its node (`<name>_kernel_time`), operator and execution provider.
+pub fn parse_profile(text: &str) -> Result<Placement, String> {
+    let events: Vec<serde_json::Value> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut seen = std::collections::HashSet::new();
+    let mut nodes = Vec::new();
+    for ev in &events {
+        if ev["cat"] != "Node" {
+            continue;
+        }
+        let Some(name) = ev["name"].as_str() else {
+            continue;
+        };
+        let Some(node) = name.strip_suffix("_kernel_time") else {
+            continue;
+        };
+        let provider = ev["args"]["provider"].as_str().unwrap_or("unknown");
+        if !seen.insert(node.to_string()) {
+            continue;
+        }
+        nodes.push(NodePlacement {
+            node: node.to_string(),
+            op_type: ev["args"]["op_name"].as_str().unwrap_or("?").to_string(),
+            device: if provider == "CPUExecutionProvider" {
+                "CPU".into()
+            } else {
+                provider.to_string()
+            },
+        });
+    }
+    if nodes.is_empty() {
+        return Err("the profile holds no node events (was the model run?)".into());
+    }
+    Ok(Placement {
+        source: "ONNX Runtime profiling: the execution provider of every node event".into(),
+        nodes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_events_give_placement() {
+        let text = r#"[
+          {"cat":"Session","name":"model_loading_uri","dur":100,"args":{}},
+          {"cat":"Node","name":"conv1_kernel_time","dur":5,"args":{"op_name":"Conv","provider":"CUDAExecutionProvider"}},
+          {"cat":"Node","name":"conv1_kernel_time","dur":5,"args":{"op_name":"Conv","provider":"CUDAExecutionProvider"}},
+          {"cat":"Node","name":"shape_kernel_time","dur":1,"args":{"op_name":"Shape","provider":"CPUExecutionProvider"}},
+          {"cat":"Node","name":"conv1_fence_before","dur":0,"args":{"op_name":"Conv"}}
+        ]"#;
+        let p = parse_profile(text).unwrap();
+        assert_eq!(p.nodes.len(), 2);
+        let by = p.by_device();
+        assert_eq!(by.get("CUDAExecutionProvider"), Some(&1));
+        assert_eq!(by.get("CPU"), Some(&1));
+        assert!(parse_profile("[]").is_err());
+        assert!(parse_profile("not json").is_err());
+    }
+
+    #[test]
+    fn minor_version() {
+        assert_eq!(minor("1.32.0"), Some(32));
+        assert_eq!(minor("garbage"), None);
+    }
+}

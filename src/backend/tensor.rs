@@ -1,0 +1,147 @@
+//! Host tensors: what goes into and comes out of every backend, independent of engine.
+//!
+//! One enum over the element types acceval exchanges with engines (the ONNX types models
+//! use for inputs and outputs), each an `ndarray::ArrayD`. Conversions to and from tract
+//! and ONNX Runtime values live in their backends.
+
+use ndarray::ArrayD;
+
+use crate::model::onnx::DataType;
+
+/// The data of one tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TensorData {
+    F32(ArrayD<f32>),
+    F64(ArrayD<f64>),
+    I64(ArrayD<i64>),
+    I32(ArrayD<i32>),
+    I8(ArrayD<i8>),
+    U8(ArrayD<u8>),
+    Bool(ArrayD<bool>),
+}
+
+/// Runs `$body` with `$a` bound to the inner array, whatever its element type.
+#[macro_export]
+macro_rules! with_array {
+    ($data:expr, $a:ident => $body:expr) => {
+        match $data {
+            $crate::backend::tensor::TensorData::F32($a) => $body,
+            $crate::backend::tensor::TensorData::F64($a) => $body,
+            $crate::backend::tensor::TensorData::I64($a) => $body,
+            $crate::backend::tensor::TensorData::I32($a) => $body,
+            $crate::backend::tensor::TensorData::I8($a) => $body,
+            $crate::backend::tensor::TensorData::U8($a) => $body,
+            $crate::backend::tensor::TensorData::Bool($a) => $body,
+        }
+    };
+}
+
+impl TensorData {
+    pub fn dtype(&self) -> DataType {
+        match self {
+            TensorData::F32(_) => DataType::FLOAT,
+            TensorData::F64(_) => DataType::DOUBLE,
+            TensorData::I64(_) => DataType::INT64,
+            TensorData::I32(_) => DataType::INT32,
+            TensorData::I8(_) => DataType::INT8,
+            TensorData::U8(_) => DataType::UINT8,
+            TensorData::Bool(_) => DataType::BOOL,
+        }
+    }
+    pub fn shape(&self) -> &[usize] {
+        with_array!(self, a => a.shape())
+    }
+    pub fn len(&self) -> usize {
+        with_array!(self, a => a.len())
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The values as f64 (for comparisons and summaries), in logical order.
+    pub fn to_f64(&self) -> Vec<f64> {
+        match self {
+            TensorData::F32(a) => a.iter().map(|&v| v as f64).collect(),
+            TensorData::F64(a) => a.iter().copied().collect(),
+            TensorData::I64(a) => a.iter().map(|&v| v as f64).collect(),
+            TensorData::I32(a) => a.iter().map(|&v| v as f64).collect(),
+            TensorData::I8(a) => a.iter().map(|&v| v as f64).collect(),
+            TensorData::U8(a) => a.iter().map(|&v| v as f64).collect(),
+            TensorData::Bool(a) => a.iter().map(|&v| v as u8 as f64).collect(),
+        }
+    }
+    /// A deterministic tensor of `shape` and `dtype` from `seed`: floats uniform in
+    /// [0, 1) (the range of normalised image pixels), integers in [0, 10), booleans fair.
+    pub fn seeded(dtype: DataType, shape: &[usize], seed: u64) -> Option<TensorData> {
+        let n: usize = shape.iter().product();
+        let mut rng = SplitMix64(seed);
+        let dim = ndarray::IxDyn(shape);
+        let mut unit = || (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        Some(match dtype {
+            DataType::FLOAT => TensorData::F32(ArrayD::from_shape_fn(dim, |_| unit() as f32)),
+            DataType::DOUBLE => TensorData::F64(ArrayD::from_shape_fn(dim, |_| unit())),
+            DataType::INT64 => {
+                TensorData::I64(ArrayD::from_shape_fn(dim, |_| (unit() * 10.0) as i64))
+            }
+            DataType::INT32 => {
+                TensorData::I32(ArrayD::from_shape_fn(dim, |_| (unit() * 10.0) as i32))
+            }
+            DataType::INT8 => TensorData::I8(ArrayD::from_shape_fn(dim, |_| (unit() * 10.0) as i8)),
+            DataType::UINT8 => {
+                TensorData::U8(ArrayD::from_shape_fn(dim, |_| (unit() * 10.0) as u8))
+            }
+            DataType::BOOL => TensorData::Bool(ArrayD::from_shape_fn(dim, |_| unit() < 0.5)),
+            _ => return None,
+        })
+        .filter(|t| t.len() == n)
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): a tiny seeded generator, so generated inputs are
+/// the same on every machine without a dependency whose stream may change between versions.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// A named tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostTensor {
+    pub name: String,
+    pub data: TensorData,
+}
+
+/// Element types acceval can exchange with engines (for error messages).
+pub const SUPPORTED_IO_TYPES: &str = "FP32, FP64, INT64, INT32, INT8, UINT8, BOOL";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeded_is_deterministic_and_in_range() {
+        let a = TensorData::seeded(DataType::FLOAT, &[2, 3], 7).unwrap();
+        let b = TensorData::seeded(DataType::FLOAT, &[2, 3], 7).unwrap();
+        let c = TensorData::seeded(DataType::FLOAT, &[2, 3], 8).unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.to_f64().iter().all(|&v| (0.0..1.0).contains(&v)));
+        let i = TensorData::seeded(DataType::INT64, &[100], 1).unwrap();
+        assert!(i.to_f64().iter().all(|&v| (0.0..10.0).contains(&v)));
+        assert!(TensorData::seeded(DataType::FLOAT16, &[1], 1).is_none());
+    }
+
+    #[test]
+    fn splitmix_reference_values() {
+        // First outputs for seed 0 (reference implementation by Vigna).
+        let mut r = SplitMix64(0);
+        assert_eq!(r.next(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(r.next(), 0x6E78_9E6A_A1B9_65F4);
+    }
+}

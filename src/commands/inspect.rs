@@ -1,0 +1,23 @@
+//! `acceval inspect`: what a model is.
+
+use crate::Outcome;
+use crate::cli::InspectArgs;
+use crate::{model, report};
+
+pub fn run(args: InspectArgs) -> anyhow::Result<Outcome> {
+    let analysis = model::analyse(&args.model, &args.inputs)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        report::inspect::write_json(&mut out, &analysis)?;
+    } else {
+        let opts = report::inspect::TableOptions {
+            per_op: args.per_op,
+            tensors: args.tensors,
+        };
+        report::inspect::write_tables(&mut out, &analysis, &opts)?;
+    }
+    if let Some(reason) = &analysis.macs_unavailable {
+        eprintln!("acceval: note: MACs/FLOPs not computed: {reason}");
+    }
+    Ok(Outcome::Ok)
+}

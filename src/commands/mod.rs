@@ -1,0 +1,6 @@
+//! One module per subcommand: validate arguments, call the library, print a view.
+
+pub mod conformance;
+pub mod devices;
+pub mod inspect;
+pub mod run;

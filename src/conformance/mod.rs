@@ -1,0 +1,448 @@
+//! Conformance: an ONNX test-data suite through a backend.
+//!
+//! A suite is a folder of cases; a case is a folder with `model.onnx` and one or more
+//! `test_data_set_N/` folders of `input_K.pb` / `output_K.pb` (serialised `TensorProto`s),
+//! the layout of ONNX's backend node tests. Each case is loaded, run on every data set, and
+//! compared with numpy's `allclose` rule. A case runs on its own thread with a time limit
+//! and panics caught, so one bad case cannot stop the suite.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::accuracy::{compare, io};
+use crate::backend::tensor::HostTensor;
+use crate::backend::{self, BackendSpec, LoadOptions};
+use crate::model::onnx::{DataType, OnnxFile};
+
+/// How one case ended.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Passed,
+    /// The outputs differ beyond the tolerance.
+    Mismatch,
+    /// The model or its data could not be read.
+    BadCase,
+    LoadFailed,
+    RunFailed,
+    TimedOut,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub name: String,
+    /// The operator under test (the single node's op type), or `composite` for
+    /// multi-node (function-expanded) cases.
+    pub op: String,
+    pub status: Status,
+    pub reason: Option<String>,
+    pub max_abs_diff: Option<f64>,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Counts {
+    pub cases: usize,
+    pub loaded: usize,
+    pub ran: usize,
+    pub passed: usize,
+}
+
+impl Counts {
+    fn add(&mut self, s: &Status) {
+        self.cases += 1;
+        if !matches!(s, Status::BadCase | Status::LoadFailed) {
+            self.loaded += 1;
+        }
+        if matches!(s, Status::Passed | Status::Mismatch) {
+            self.ran += 1;
+        }
+        if *s == Status::Passed {
+            self.passed += 1;
+        }
+    }
+    /// passed / cases.
+    pub fn pass_rate(&self) -> Option<f64> {
+        (self.cases > 0).then(|| self.passed as f64 / self.cases as f64)
+    }
+}
+
+/// What `acceval conformance` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub backend: String,
+    pub engine: Option<String>,
+    pub suite: String,
+    pub rtol: f64,
+    pub atol: f64,
+    /// `fp32` or `all`.
+    pub types: crate::cli::SuiteTypes,
+    /// Cases in the suite folder, and how many the type selection skipped.
+    pub cases_found: usize,
+    pub cases_skipped: usize,
+    pub totals: Counts,
+    pub pass_rate: Option<f64>,
+    pub by_op: BTreeMap<String, Counts>,
+    pub cases: Vec<CaseResult>,
+    pub seconds: f64,
+}
+
+/// Settings of a conformance run.
+pub struct Settings {
+    pub spec: BackendSpec,
+    pub load: LoadOptions,
+    pub rtol: f64,
+    pub atol: f64,
+    pub types: crate::cli::SuiteTypes,
+    pub filter: Option<String>,
+    pub case_timeout: Duration,
+}
+
+struct Case {
+    dir: PathBuf,
+    name: String,
+    op: String,
+    fp32: bool,
+}
+
+fn describe(dir: &Path) -> Result<Case, String> {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let f = OnnxFile::open(&dir.join("model.onnx")).map_err(|e| e.to_string())?;
+    let g = f.graph();
+    let op = match g.node.as_slice() {
+        [n] if n.domain.is_empty() || n.domain == "ai.onnx" => n.op_type.clone(),
+        [n] => format!("{}::{}", n.domain, n.op_type),
+        _ => "composite".into(),
+    };
+    let init: std::collections::HashSet<&str> =
+        g.initializer.iter().map(|t| t.name.as_str()).collect();
+    let fp32 = g
+        .input
+        .iter()
+        .filter(|i| !init.contains(i.name.as_str()))
+        .chain(g.output.iter())
+        .all(|v| {
+            v.tensor_type()
+                .is_some_and(|t| DataType(t.elem_type) == DataType::FLOAT)
+        });
+    Ok(Case {
+        dir: dir.to_path_buf(),
+        name,
+        op,
+        fp32,
+    })
+}
+
+fn data_sets(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("test_data_set_"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn numbered(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<(usize, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|p| {
+            let n = p.file_name()?.to_string_lossy().into_owned();
+            let k = n.strip_prefix(prefix)?.strip_suffix(".pb")?.parse().ok()?;
+            Some((k, p))
+        })
+        .collect();
+    v.sort();
+    v.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Runs one case (on the calling thread).
+fn run_case(case: &Case, s: &Settings) -> (Status, Option<String>, Option<f64>) {
+    let sets = data_sets(&case.dir);
+    if sets.is_empty() {
+        return (
+            Status::BadCase,
+            Some("no test_data_set_N folder".into()),
+            None,
+        );
+    }
+    let read = |p: &Path, prefix: &str| -> Result<Vec<HostTensor>, String> {
+        numbered(p, prefix)
+            .iter()
+            .map(|f| {
+                io::read_pb(f)
+                    .map(|(name, data)| HostTensor { name, data })
+                    .map_err(|e| e.to_string())
+            })
+            .collect()
+    };
+    let model_inputs = match crate::commands::run::input_specs(&case.dir.join("model.onnx")) {
+        Ok(v) => v,
+        Err(e) => return (Status::BadCase, Some(format!("{e:#}")), None),
+    };
+    let first_inputs = match read(&sets[0], "input_") {
+        Ok(v) => v,
+        Err(e) => return (Status::BadCase, Some(e), None),
+    };
+    let mut load = s.load.clone();
+    load.input_shapes = model_inputs
+        .iter()
+        .zip(&first_inputs)
+        .map(|(spec, t)| (spec.name.clone(), t.data.shape().to_vec()))
+        .collect();
+    let mut session = match backend::load(&case.dir.join("model.onnx"), &s.spec, &load) {
+        Ok(x) => x,
+        Err(e) => return (Status::LoadFailed, Some(e.to_string()), None),
+    };
+    let mut worst = 0.0f64;
+    for set in &sets {
+        let (inputs, expected) = match (read(set, "input_"), read(set, "output_")) {
+            (Ok(i), Ok(o)) => (i, o),
+            (Err(e), _) | (_, Err(e)) => return (Status::BadCase, Some(e), None),
+        };
+        // The .pb files carry the model's input names; order them as the model does.
+        let mut ordered = Vec::with_capacity(model_inputs.len());
+        for (k, spec) in model_inputs.iter().enumerate() {
+            let t = inputs
+                .iter()
+                .find(|t| t.name == spec.name)
+                .or_else(|| inputs.get(k))
+                .cloned();
+            match t {
+                Some(mut t) => {
+                    t.name = spec.name.clone();
+                    ordered.push(t);
+                }
+                None => {
+                    return (
+                        Status::BadCase,
+                        Some(format!("no data for input '{}'", spec.name)),
+                        None,
+                    );
+                }
+            }
+        }
+        let outs = match session.run(&ordered) {
+            Ok(o) => o,
+            Err(e) => return (Status::RunFailed, Some(e.to_string()), None),
+        };
+        if outs.len() < expected.len() {
+            return (
+                Status::Mismatch,
+                Some(format!(
+                    "{} outputs, {} expected",
+                    outs.len(),
+                    expected.len()
+                )),
+                None,
+            );
+        }
+        for (k, exp) in expected.iter().enumerate() {
+            let got = outs.iter().find(|o| o.name == exp.name).unwrap_or(&outs[k]);
+            match compare::compare(&got.data, &exp.data, s.rtol, s.atol) {
+                Ok(d) => {
+                    worst = worst.max(d.max_abs_diff);
+                    if !d.passed() {
+                        return (
+                            Status::Mismatch,
+                            Some(format!(
+                                "output '{}': {} of {} elements outside rtol {} atol {} (max abs diff {:.3e})",
+                                exp.name, d.mismatched, d.elements, s.rtol, s.atol, d.max_abs_diff
+                            )),
+                            Some(d.max_abs_diff),
+                        );
+                    }
+                }
+                Err(e) => {
+                    return (
+                        Status::Mismatch,
+                        Some(format!("output '{}': {e}", exp.name)),
+                        None,
+                    );
+                }
+            }
+            if got.data.dtype() != exp.data.dtype() {
+                return (
+                    Status::Mismatch,
+                    Some(format!(
+                        "output '{}' is {}, expected {}",
+                        exp.name,
+                        got.data.dtype().name(),
+                        exp.data.dtype().name()
+                    )),
+                    Some(worst),
+                );
+            }
+        }
+    }
+    (Status::Passed, None, Some(worst))
+}
+
+/// Runs the suite in `dir`, calling `progress(done, total)` after each case.
+pub fn run_suite(
+    dir: &Path,
+    s: &Settings,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Report, String> {
+    let t0 = Instant::now();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| {
+            format!(
+                "cannot read suite folder '{}': {e}; pass --suite with a folder of test cases (scripts/fetch-onnx-node-tests.sh fetches ONNX's)",
+                dir.display()
+            )
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("model.onnx").is_file())
+        .filter(|p| {
+            s.filter.as_ref().is_none_or(|f| {
+                p.file_name().is_some_and(|n| n.to_string_lossy().contains(f.as_str()))
+            })
+        })
+        .collect();
+    dirs.sort();
+    if dirs.is_empty() {
+        return Err(format!(
+            "'{}' holds no test case (a folder with model.onnx){}",
+            dir.display(),
+            s.filter
+                .as_ref()
+                .map(|f| format!(" matching '{f}'"))
+                .unwrap_or_default()
+        ));
+    }
+    let found = dirs.len();
+    let mut cases = Vec::new();
+    let mut results = Vec::new();
+    for d in &dirs {
+        match describe(d) {
+            Ok(c) => cases.push(c),
+            Err(e) => results.push(CaseResult {
+                name: d
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                op: "?".into(),
+                status: Status::BadCase,
+                reason: Some(e),
+                max_abs_diff: None,
+                seconds: 0.0,
+            }),
+        }
+    }
+    let before = cases.len();
+    if s.types == crate::cli::SuiteTypes::Fp32 {
+        cases.retain(|c| c.fp32);
+    }
+    let skipped = before - cases.len();
+    // Engines may panic on odd cases; keep the default hook from printing each one.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let total = cases.len();
+    for (i, case) in cases.into_iter().enumerate() {
+        let start = Instant::now();
+        let (tx, rx) = mpsc::channel();
+        let settings = Settings {
+            spec: s.spec.clone(),
+            load: s.load.clone(),
+            rtol: s.rtol,
+            atol: s.atol,
+            types: s.types,
+            filter: None,
+            case_timeout: s.case_timeout,
+        };
+        let name = case.name.clone();
+        let op = case.op.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("case-{name}"))
+            .stack_size(64 << 20)
+            .spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run_case(&case, &settings)
+                }));
+                let _ = tx.send(r);
+            });
+        let (status, reason, diff) = match spawned {
+            Err(e) => (
+                Status::RunFailed,
+                Some(format!("could not start a thread: {e}")),
+                None,
+            ),
+            Ok(handle) => match rx.recv_timeout(s.case_timeout) {
+                Ok(Ok(r)) => {
+                    let _ = handle.join();
+                    r
+                }
+                Ok(Err(panic)) => {
+                    let _ = handle.join();
+                    let msg = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "panic".into());
+                    (
+                        Status::RunFailed,
+                        Some(format!("engine panicked: {msg}")),
+                        None,
+                    )
+                }
+                Err(_) => (
+                    Status::TimedOut,
+                    Some(format!("no result within {} s", s.case_timeout.as_secs())),
+                    None,
+                ),
+            },
+        };
+        results.push(CaseResult {
+            name,
+            op,
+            status,
+            reason,
+            max_abs_diff: diff,
+            seconds: start.elapsed().as_secs_f64(),
+        });
+        progress(i + 1, total);
+    }
+    std::panic::set_hook(hook);
+    results.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut totals = Counts::default();
+    let mut by_op: BTreeMap<String, Counts> = BTreeMap::new();
+    for r in &results {
+        totals.add(&r.status);
+        by_op.entry(r.op.clone()).or_default().add(&r.status);
+    }
+    let engine = backend::find(&s.spec.backend)
+        .ok()
+        .map(|b| b.probe().to_string());
+    Ok(Report {
+        schema: "acceval.conformance/1",
+        backend: s.spec.to_string(),
+        engine,
+        suite: dir.display().to_string(),
+        rtol: s.rtol,
+        atol: s.atol,
+        types: s.types,
+        cases_found: found,
+        cases_skipped: skipped,
+        pass_rate: totals.pass_rate(),
+        totals,
+        by_op,
+        cases: results,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}

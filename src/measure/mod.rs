@@ -1,0 +1,3 @@
+//! Measurement: statistics over raw samples (and, later, the harness and its policies).
+
+pub mod stats;

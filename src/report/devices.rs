@@ -1,0 +1,140 @@
+//! The text view of `acceval devices`.
+
+use std::io::Write;
+
+use crate::device::Devices;
+
+pub fn write_text(out: &mut impl Write, d: &Devices) -> std::io::Result<()> {
+    let h = &d.host;
+    writeln!(out, "Host")?;
+    writeln!(
+        out,
+        "  processor:  {} · {} ({})",
+        h.arch, h.cpu_model, h.cpu_vendor
+    )?;
+    writeln!(
+        out,
+        "  cores:      {} logical CPUs available, {} physical cores{}",
+        h.logical_cpus,
+        h.physical_cores
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "n/a".into()),
+        h.cpu_frequency_mhz
+            .map(|f| format!(", {f} MHz"))
+            .unwrap_or_default()
+    )?;
+    writeln!(
+        out,
+        "  memory:     {:.2} GiB ({} bytes)",
+        h.memory_bytes as f64 / (1u64 << 30) as f64,
+        h.memory_bytes
+    )?;
+    writeln!(
+        out,
+        "  OS:         {} {} · kernel {} · host {}",
+        h.os, h.os_version, h.kernel, h.hostname
+    )?;
+    let c = &h.container;
+    if c.in_container {
+        writeln!(
+            out,
+            "  container:  yes{} ({})",
+            c.runtime
+                .as_ref()
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default(),
+            c.evidence.join("; ")
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  container:  no (no /.dockerenv, /run/.containerenv, container cgroup or overlay root)"
+        )?;
+    }
+    writeln!(out)?;
+
+    writeln!(out, "NVIDIA GPUs (NVML)")?;
+    match &d.nvidia.not_available {
+        Some(why) => writeln!(out, "  not available: {why}")?,
+        None => {
+            writeln!(
+                out,
+                "  driver {} · CUDA {} · {} GPU(s)",
+                d.nvidia.driver_version.as_deref().unwrap_or("?"),
+                d.nvidia.cuda_driver_version.as_deref().unwrap_or("?"),
+                d.nvidia.gpus.len()
+            )?;
+            for g in &d.nvidia.gpus {
+                writeln!(
+                    out,
+                    "  [{}] {} · {} · {:.1} GiB · power limit {} · PCI {}",
+                    g.index,
+                    g.name,
+                    g.uuid,
+                    g.memory_bytes as f64 / (1u64 << 30) as f64,
+                    g.power_limit_w
+                        .map(|w| format!("{w:.0} W"))
+                        .unwrap_or_else(|| "n/a".into()),
+                    g.pci_bus_id
+                )?;
+            }
+        }
+    }
+    writeln!(out)?;
+
+    writeln!(out, "Ascend NPUs (DCMI / npu-smi)")?;
+    let a = &d.ascend;
+    if let Some(why) = &a.not_available {
+        writeln!(out, "  not available: {why}")?;
+    }
+    for n in &a.npus {
+        writeln!(
+            out,
+            "  card {} device {} · {} {} · {} AI cores",
+            n.card_id,
+            n.device_id,
+            n.chip_type,
+            n.chip_name,
+            n.aicore_count
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "n/a".into())
+        )?;
+    }
+    if let Some(s) = &a.npu_smi {
+        writeln!(out, "  npu-smi info:")?;
+        for l in s.lines() {
+            writeln!(out, "    {l}")?;
+        }
+    }
+    writeln!(out)?;
+
+    writeln!(out, "ONNX Runtime")?;
+    match (&d.onnxruntime.library, &d.onnxruntime.not_found) {
+        (Some(l), _) => {
+            writeln!(
+                out,
+                "  onnxruntime {} at {} (found by {})",
+                l.version,
+                l.path.display(),
+                l.found_by
+            )?;
+            writeln!(
+                out,
+                "  providers compiled in: {}",
+                d.onnxruntime.providers.join(", ")
+            )?;
+        }
+        (None, Some(why)) => writeln!(out, "  not available: {why}")?,
+        (None, None) => writeln!(out, "  not available")?,
+    }
+    writeln!(out)?;
+
+    writeln!(out, "Backends (--backend)")?;
+    for b in &d.backends {
+        writeln!(out, "  {:<6} {} — {}", b.name, b.availability, b.summary)?;
+        for p in &b.providers {
+            writeln!(out, "    {:<13} {}", p.name, p.availability)?;
+        }
+    }
+    Ok(())
+}
