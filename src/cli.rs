@@ -32,6 +32,36 @@ pub enum Command {
     /// Run an ONNX test-data suite (e.g. ONNX's backend node tests) through a backend and
     /// report, per operator, how many cases load, run and match.
     Conformance(ConformanceArgs),
+    /// The model zoo: the power scenarios' standard models, built deterministically.
+    Zoo(ZooArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ZooArgs {
+    #[command(subcommand)]
+    pub command: ZooCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ZooCommand {
+    /// List the zoo's models (from models/zoo.toml) and whether each is built.
+    List {
+        /// Print the manifest as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Build models into models/ (all when no NAME is given), checking each file's SHA-256
+    /// against models/zoo.toml.
+    Build {
+        /// Model names, e.g. resnet50-substation, yolov8n-line-fp16.
+        names: Vec<String>,
+        /// Rebuild even when a file with the right hash exists.
+        #[arg(long)]
+        force: bool,
+        /// Rewrite models/zoo.toml from the built models (for changes to the generator).
+        #[arg(long)]
+        update_manifest: bool,
+    },
 }
 
 /// Where and how a model runs.

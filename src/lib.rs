@@ -14,6 +14,7 @@ pub mod grade;
 pub mod measure;
 pub mod model;
 pub mod report;
+pub mod rng;
 
 /// How a command that ran ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,5 +41,6 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Devices(args) => commands::devices::run(args),
         cli::Command::Run(args) => commands::run::run(args),
         cli::Command::Conformance(args) => commands::conformance::run(args),
+        cli::Command::Zoo(args) => commands::zoo::run(args),
     }
 }

@@ -5,7 +5,8 @@ use crate::cli::InspectArgs;
 use crate::{model, report};
 
 pub fn run(args: InspectArgs) -> anyhow::Result<Outcome> {
-    let analysis = model::analyse(&args.model, &args.inputs)?;
+    let path = model::zoo::resolve(&args.model)?;
+    let analysis = model::analyse(&path, &args.inputs)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         report::inspect::write_json(&mut out, &analysis)?;

@@ -4,3 +4,4 @@ pub mod conformance;
 pub mod devices;
 pub mod inspect;
 pub mod run;
+pub mod zoo;

@@ -337,14 +337,15 @@ pub fn placement_record(p: Placement, spec: &BackendSpec) -> PlacementRecord {
 
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let spec = &args.backend.backend;
-    let specs = input_specs(&args.model)?;
+    let model = crate::model::zoo::resolve(&args.model)?;
+    let specs = input_specs(&model)?;
     let (inputs, records) = gather_inputs(&specs, &args.inputs, &args.shapes, args.seed)?;
     let shapes = inputs
         .iter()
         .map(|t| (t.name.clone(), t.data.shape().to_vec()))
         .collect();
     let opts = load_options(&args.backend, shapes, args.placement)?;
-    let mut session = backend::load(&args.model, spec, &opts)?;
+    let mut session = backend::load(&model, spec, &opts)?;
 
     let t = Instant::now();
     let outputs = session.run(&inputs)?;
@@ -368,7 +369,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     }
     let report = RunReport {
         schema: "acceval.run/1",
-        model: args.model.display().to_string(),
+        model: model.display().to_string(),
         session: session.info().clone(),
         timings: RunTimings {
             load: session.timings().clone(),

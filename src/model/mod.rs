@@ -10,5 +10,6 @@ pub mod cost;
 pub mod onnx;
 pub mod params;
 pub mod shape;
+pub mod zoo;
 
 pub use analyse::{AnalyseError, Analysis, InputShape, analyse};

@@ -5,6 +5,7 @@ pub mod conformance;
 pub mod devices;
 pub mod inspect;
 pub mod run;
+pub mod zoo;
 
 use std::io::Write;
 use std::path::Path;

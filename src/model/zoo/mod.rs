@@ -1,0 +1,349 @@
+//! The model zoo: the standard models of the four power scenarios, built deterministically.
+//!
+//! Every model is generated in code from a fixed seed (see `net`), so a file has the same
+//! SHA-256 on every machine; `models/zoo.toml` records each file's hash, parameters and
+//! MACs, and `zoo build` refuses to write a model whose hash differs from the manifest.
+//! Files over 5 MB are not committed: they are built on demand, automatically the first
+//! time a command names them (`--model resnet50-substation`).
+
+pub mod arch;
+pub mod net;
+pub mod yolo;
+
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::model::onnx::{DataType, ModelProto};
+
+/// What a zoo model does with its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Task {
+    Classification,
+    Detection,
+    Forecasting,
+}
+
+/// A numeric precision variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    Fp32,
+    Fp16,
+}
+
+impl Precision {
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "",
+            Precision::Fp16 => "-fp16",
+        }
+    }
+    fn dtype(self) -> DataType {
+        match self {
+            Precision::Fp32 => DataType::FLOAT,
+            Precision::Fp16 => DataType::FLOAT16,
+        }
+    }
+}
+
+/// One architecture of the zoo.
+pub struct Entry {
+    pub name: &'static str,
+    pub scenario: &'static str,
+    pub task: Task,
+    pub input: &'static str,
+    pub input_shape: &'static [i64],
+    pub architecture: &'static str,
+    /// The reference numbers and how this model differs from them.
+    pub reference: &'static str,
+    pub labels: &'static [&'static str],
+    build: fn(&str, DataType) -> ModelProto,
+}
+
+pub const LINE_CLASSES: [&str; 5] = [
+    "insulator",
+    "defective insulator",
+    "bird nest",
+    "foreign object",
+    "damper",
+];
+
+pub const SUBSTATION_CLASSES: [&str; 10] = [
+    "breaker open",
+    "breaker closed",
+    "disconnector open",
+    "disconnector closed",
+    "indicator lamp on",
+    "indicator lamp off",
+    "pressure plate on",
+    "pressure plate off",
+    "oil leak",
+    "normal",
+];
+
+/// Every zoo architecture.
+pub fn entries() -> Vec<Entry> {
+    vec![
+        Entry {
+            name: "yolov8n-line",
+            scenario: "line inspection, real time",
+            task: Task::Detection,
+            input: "images",
+            input_shape: &[1, 3, 640, 640],
+            architecture: "ultralytics YOLOv8n (depth 0.33, width 0.25), 5-class head, BatchNorm folded",
+            reference: "ultralytics 8.4.190 DetectionModel('yolov8n.yaml'), fused: 3,151,904 parameters and 4,371,993,600 MACs at 640 with 80 classes (get_flops: 8.744 GFLOPs = 2 × MACs); with nc=5: 3,006,623 parameters (DFL's 16 included), 4,043,520,000 MACs. The ONNX file also stores the decoder's 25,201 constants (anchor points 2 × 8,400, strides 8,400, the scalar 2): 3,031,824 parameters",
+            labels: &LINE_CLASSES,
+            build: |n, dt| yolo::yolov8(n, dt, yolo::Scale::N, 5, 640),
+        },
+        Entry {
+            name: "yolov8s-line-hires",
+            scenario: "line inspection, offline (high resolution)",
+            task: Task::Detection,
+            input: "images",
+            input_shape: &[1, 3, 1280, 1280],
+            architecture: "ultralytics YOLOv8s (depth 0.33, width 0.50), 5-class head, run at 1280×1280, BatchNorm folded",
+            reference: "ultralytics 8.4.190 DetectionModel('yolov8s.yaml'), fused: 11,156,544 parameters and 14,301,312,000 MACs at 640 with 80 classes (28.6 GFLOPs); with nc=5 at 1280: 11,127,519 parameters, 56,882,688,000 MACs. The ONNX file also stores the decoder's 100,801 constants (anchor points 2 × 33,600, strides 33,600, the scalar 2): 11,228,320 parameters",
+            labels: &LINE_CLASSES,
+            build: |n, dt| yolo::yolov8(n, dt, yolo::Scale::S, 5, 1280),
+        },
+        Entry {
+            name: "resnet50-substation",
+            scenario: "substation monitoring",
+            task: Task::Classification,
+            input: "input",
+            input_shape: &[1, 3, 224, 224],
+            architecture: "torchvision ResNet-50 v1.5, 10-class head, BatchNorm folded",
+            reference: "ResNet-50: 25,557,032 parameters, 4,089,184,256 MACs at 224 (torchvision). Folding BatchNorm turns 2 × 26,560 BN parameters into 26,560 conv biases (−26,560); the 10-class head has 20,490 parameters instead of 2,049,000 and 20,480 MACs instead of 2,048,000: 23,501,962 parameters, 4,087,156,736 MACs",
+            labels: &SUBSTATION_CLASSES,
+            build: |n, dt| arch::resnet50(n, dt, 10),
+        },
+        Entry {
+            name: "mobilenetv2-meter",
+            scenario: "substation edge / meter reading",
+            task: Task::Classification,
+            input: "input",
+            input_shape: &[1, 3, 224, 224],
+            architecture: "torchvision MobileNetV2 (width 1.0), 10-class head, BatchNorm folded",
+            reference: "MobileNetV2: 3,504,872 parameters, 300,774,272 MACs at 224 (torchvision). Folding BatchNorm: −17,056; the 10-class head has 12,810 parameters instead of 1,281,000 and 12,800 MACs instead of 1,280,000: 2,219,626 parameters, 299,507,072 MACs; the ONNX file also stores the 35 ReLU6 Clip bounds (70 scalars, as torchvision's export does): 2,219,696",
+            labels: &SUBSTATION_CLASSES,
+            build: |n, dt| arch::mobilenet_v2(n, dt, 10),
+        },
+        Entry {
+            name: "lstm-load-forecast",
+            scenario: "big-data analysis and forecasting",
+            task: Task::Forecasting,
+            input: "series",
+            input_shape: &[1, 96, 8],
+            architecture: "2-layer LSTM (hidden 128) over 96 steps × 8 features, last hidden state → 24-step load forecast",
+            reference: "By construction: LSTM 1: 4·128·(8+128) weights + 8·128 biases = 70,656; LSTM 2: 4·128·256 + 1,024 = 132,096; head 128·24 + 24 = 3,096; 205,848 parameters. MACs: 96·4·128·136 + 96·4·128·256 + 128·24 = 19,270,656",
+            labels: &[],
+            build: |n, dt| arch::lstm_forecast(n, dt, 96, 8, 128, 24),
+        },
+    ]
+}
+
+/// A zoo model name with its variant: `resnet50-substation`, `resnet50-substation-fp16`.
+pub fn parse_name(full: &str) -> Option<(Entry, Precision)> {
+    let (base, p) = match full.strip_suffix("-fp16") {
+        Some(b) => (b, Precision::Fp16),
+        None => (full, Precision::Fp32),
+    };
+    entries()
+        .into_iter()
+        .find(|e| e.name == base)
+        .map(|e| (e, p))
+}
+
+/// All model names, variants included.
+pub fn all_names() -> Vec<String> {
+    entries()
+        .iter()
+        .flat_map(|e| {
+            [Precision::Fp32, Precision::Fp16].map(|p| format!("{}{}", e.name, p.suffix()))
+        })
+        .collect()
+}
+
+/// Builds the serialised model.
+pub fn build(e: &Entry, p: Precision) -> Vec<u8> {
+    // Weights are seeded by the architecture's name, so every precision variant holds the
+    // same weights (rounded to its type).
+    let mut m = (e.build)(e.name, p.dtype());
+    if let Some(g) = m.graph.as_mut() {
+        g.name = format!("{}{}", e.name, p.suffix());
+    }
+    // The zoo's format version, not acceval's: a new acceval release must not change the
+    // bytes (and hashes) of unchanged models.
+    m.producer_version = format!("zoo/{ZOO_VERSION}");
+    m.encode_to_vec()
+}
+
+/// Bumped when model generation changes (and with it every hash in the manifest).
+pub const ZOO_VERSION: u32 = 1;
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One line of `models/zoo.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ManifestModel {
+    pub name: String,
+    pub file: String,
+    pub scenario: String,
+    pub task: Task,
+    pub precision: Precision,
+    pub input: String,
+    pub input_shape: Vec<i64>,
+    pub architecture: String,
+    pub reference: String,
+    pub labels: Vec<String>,
+    pub sha256: String,
+    pub bytes: u64,
+    pub params: u64,
+    pub params_bytes: u64,
+    pub macs: u64,
+    /// Whether the file is committed (at most 5 MB) or built on demand.
+    pub committed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Manifest {
+    /// Format of the models (bumped when generation changes, with new hashes).
+    pub zoo_version: u32,
+    pub models: Vec<ManifestModel>,
+}
+
+/// The largest file committed to the repository.
+pub const COMMIT_LIMIT_BYTES: u64 = 5_000_000;
+
+impl Manifest {
+    pub fn read(path: &Path) -> anyhow::Result<Manifest> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            anyhow::anyhow!("cannot read the zoo manifest '{}': {e}", path.display())
+        })?;
+        toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("'{}' is not a valid zoo manifest: {e}", path.display()))
+    }
+    pub fn find(&self, name: &str) -> Option<&ManifestModel> {
+        self.models.iter().find(|m| m.name == name)
+    }
+}
+
+/// The `models/` folder holding `zoo.toml`: `$ACCEVAL_MODELS`, else `./models` when it has
+/// the manifest, else the one of the source tree acceval was built from.
+pub fn models_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("ACCEVAL_MODELS") {
+        return PathBuf::from(d);
+    }
+    let local = PathBuf::from("models");
+    if local.join("zoo.toml").is_file() {
+        return local;
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models")
+}
+
+/// The comment at the top of `models/zoo.toml`.
+pub const MANIFEST_HEADER: &str = "# The acceval model zoo: written by `acceval zoo build --update-manifest`.\n# Every model is generated from a fixed seed; `sha256` is the same on every machine and\n# `acceval zoo build` refuses a file that differs. params / macs are what `acceval inspect`\n# counts; `reference` says how they relate to the architecture's published numbers.\n\n";
+
+/// Whether `path` exists with SHA-256 `sha`.
+pub fn file_matches(path: &Path, sha: &str) -> bool {
+    std::fs::read(path).is_ok_and(|b| sha256_hex(&b) == sha)
+}
+
+/// Builds a model into `dir`, checks it against the manifest entry `expected` (unless
+/// `update`), writes it atomically and returns its manifest line.
+pub fn build_to(
+    e: &Entry,
+    p: Precision,
+    dir: &Path,
+    expected: Option<&ManifestModel>,
+    update: bool,
+) -> anyhow::Result<ManifestModel> {
+    let name = format!("{}{}", e.name, p.suffix());
+    let bytes = build(e, p);
+    let sha = sha256_hex(&bytes);
+    if !update {
+        match expected {
+            None => anyhow::bail!(
+                "'{name}' has no entry in the zoo manifest; run `acceval zoo build --update-manifest {name}`"
+            ),
+            Some(m) if m.sha256 != sha => anyhow::bail!(
+                "'{name}' built with SHA-256 {sha}, but models/zoo.toml records {}: model generation is not reproducible on this machine (or the manifest is stale); report it with `acceval devices --json`",
+                m.sha256
+            ),
+            Some(_) => {}
+        }
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|err| anyhow::anyhow!("cannot create '{}': {err}", dir.display()))?;
+    let path = dir.join(format!("{name}.onnx"));
+    crate::report::write_atomic(&path, &bytes)
+        .map_err(|err| anyhow::anyhow!("cannot write '{}': {err}", path.display()))?;
+    let a = crate::model::analyse(&path, &[])?;
+    Ok(ManifestModel {
+        name: name.clone(),
+        file: format!("{name}.onnx"),
+        scenario: e.scenario.to_string(),
+        task: e.task,
+        precision: p,
+        input: e.input.to_string(),
+        input_shape: e.input_shape.to_vec(),
+        architecture: e.architecture.to_string(),
+        reference: e.reference.to_string(),
+        labels: e.labels.iter().map(|s| s.to_string()).collect(),
+        sha256: sha,
+        bytes: bytes.len() as u64,
+        params: a.params.count,
+        params_bytes: a.params.bytes,
+        macs: a.macs.unwrap_or(0),
+        committed: (bytes.len() as u64) <= COMMIT_LIMIT_BYTES,
+    })
+}
+
+/// The file for `--model ARG`: the path itself when it exists; for a zoo name
+/// (`resnet50-substation`, `…-fp16`), the model in `models/`, built (and checked against
+/// the manifest) the first time it is needed.
+pub fn resolve(arg: &Path) -> anyhow::Result<PathBuf> {
+    if arg.exists() {
+        return Ok(arg.to_path_buf());
+    }
+    let Some(name) = arg
+        .to_str()
+        .filter(|s| !s.contains('/') && !s.ends_with(".onnx"))
+    else {
+        return Ok(arg.to_path_buf());
+    };
+    let Some((entry, precision)) = parse_name(name) else {
+        anyhow::bail!(
+            "model '{name}' is neither a file nor a zoo model; the zoo has: {}",
+            all_names().join(", ")
+        );
+    };
+    let dir = models_dir();
+    let path = dir.join(format!("{name}.onnx"));
+    let manifest = Manifest::read(&dir.join("zoo.toml"))?;
+    let expected = manifest.find(name);
+    if let Some(m) = expected
+        && file_matches(&path, &m.sha256)
+    {
+        return Ok(path);
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_message(format!(
+        "building zoo model {name} ({} MB) into {}",
+        expected.map(|m| m.bytes / 1_000_000).unwrap_or(0),
+        dir.display()
+    ));
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    let r = build_to(&entry, precision, &dir, expected, false);
+    bar.finish_and_clear();
+    r?;
+    eprintln!("acceval: built zoo model {name} into {}", path.display());
+    Ok(path)
+}

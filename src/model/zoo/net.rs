@@ -1,0 +1,286 @@
+//! `Net`: a layer-level builder over [`GraphBuilder`] for the zoo's architectures.
+//!
+//! Convolutions are written as inference graphs are exported: BatchNorm folded into the
+//! convolution's weights and bias. Weights are seeded He-normal (std √(2/fan_in)) times a
+//! per-layer gain, and biases N(0, 0.05²), which keeps activations in a trained network's
+//! range. Each tensor's values come from a stream seeded by the model name and the tensor
+//! name, so a model is the same bit for bit on every machine.
+//!
+//! The compute type is FP32 or FP16. FP16 graphs keep FP32 inputs and outputs and cast at
+//! the edges, as `onnxconverter_common.float16` does with `keep_io_types=True`.
+
+use half::f16;
+
+use crate::model::build::{Attr, GraphBuilder, attr, node, tensor_i64, tensor_raw};
+use crate::model::onnx::{DataType, ModelProto};
+use crate::rng::{SplitMix64, seed_of};
+
+/// Activation after a layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    None,
+    Relu,
+    /// Clip(0, 6), MobileNet's.
+    Relu6,
+    /// x·sigmoid(x), YOLOv8's.
+    Silu,
+}
+
+pub struct Net {
+    pub g: GraphBuilder,
+    /// Compute type: FLOAT or FLOAT16.
+    pub dt: DataType,
+    model: String,
+    n: usize,
+}
+
+impl Net {
+    pub fn new(model: &str, dt: DataType) -> Net {
+        Net {
+            g: GraphBuilder::new(model),
+            dt,
+            model: model.to_string(),
+            n: 0,
+        }
+    }
+
+    /// A fresh value name with `prefix`.
+    pub fn fresh(&mut self, prefix: &str) -> String {
+        self.n += 1;
+        format!("{prefix}_{}", self.n)
+    }
+
+    fn bytes_of(&self, v: &[f32]) -> Vec<u8> {
+        if self.dt == DataType::FLOAT16 {
+            v.iter()
+                .flat_map(|&x| f16::from_f32(x).to_le_bytes())
+                .collect()
+        } else {
+            v.iter().flat_map(|x| x.to_le_bytes()).collect()
+        }
+    }
+
+    /// An initializer of the compute type with the given values.
+    pub fn constant(&mut self, name: &str, dims: &[i64], values: &[f32]) -> String {
+        let bytes = self.bytes_of(values);
+        self.g = std::mem::take(&mut self.g).init(tensor_raw(name, self.dt, dims, bytes));
+        name.to_string()
+    }
+
+    /// Seeded normal values with standard deviation `std`.
+    pub fn random(&mut self, name: &str, dims: &[i64], std: f64) -> String {
+        let n: i64 = dims.iter().product();
+        let mut rng = SplitMix64(seed_of(&format!("{}/{name}", self.model)));
+        let v: Vec<f32> = (0..n).map(|_| (rng.normal() * std) as f32).collect();
+        self.constant(name, dims, &v)
+    }
+
+    pub fn int64(&mut self, name: &str, values: &[i64]) -> String {
+        self.g = std::mem::take(&mut self.g).init(tensor_i64(name, &[values.len() as i64], values));
+        name.to_string()
+    }
+
+    pub fn op(
+        &mut self,
+        op: &str,
+        inputs: &[&str],
+        attrs: Vec<crate::model::onnx::AttributeProto>,
+    ) -> String {
+        let out = self.fresh(&op.to_ascii_lowercase());
+        let mut n = node(op, inputs, &[&out], attrs);
+        n.name = out.clone();
+        self.g = std::mem::take(&mut self.g).node(n);
+        out
+    }
+
+    /// A node with several outputs.
+    pub fn op_n(
+        &mut self,
+        op: &str,
+        inputs: &[&str],
+        n_out: usize,
+        attrs: Vec<crate::model::onnx::AttributeProto>,
+    ) -> Vec<String> {
+        let base = self.fresh(&op.to_ascii_lowercase());
+        let outs: Vec<String> = (0..n_out).map(|i| format!("{base}_{i}")).collect();
+        let refs: Vec<&str> = outs.iter().map(|s| s.as_str()).collect();
+        let mut n = node(op, inputs, &refs, attrs);
+        n.name = base;
+        self.g = std::mem::take(&mut self.g).node(n);
+        outs
+    }
+
+    pub fn act(&mut self, x: &str, a: Act) -> String {
+        match a {
+            Act::None => x.to_string(),
+            Act::Relu => self.op("Relu", &[x], vec![]),
+            Act::Relu6 => {
+                let lo = self.fresh("clip_min");
+                let hi = self.fresh("clip_max");
+                self.constant(&lo, &[], &[0.0]);
+                self.constant(&hi, &[], &[6.0]);
+                self.op("Clip", &[x, &lo, &hi], vec![])
+            }
+            Act::Silu => {
+                let s = self.op("Sigmoid", &[x], vec![]);
+                self.op("Mul", &[x, &s], vec![])
+            }
+        }
+    }
+
+    /// Conv (BatchNorm folded: weights and bias) + activation. `gain` scales the He std.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv(
+        &mut self,
+        x: &str,
+        cin: i64,
+        cout: i64,
+        k: i64,
+        s: i64,
+        groups: i64,
+        act: Act,
+        gain: f64,
+    ) -> String {
+        let name = self.fresh("conv");
+        let fan_in = (cin / groups) * k * k;
+        let w = self.random(
+            &format!("{name}.weight"),
+            &[cout, cin / groups, k, k],
+            gain * (2.0 / fan_in as f64).sqrt(),
+        );
+        let b = self.random(&format!("{name}.bias"), &[cout], 0.05);
+        let p = k / 2;
+        let mut n = node(
+            "Conv",
+            &[x, &w, &b],
+            &[&name],
+            vec![
+                attr("kernel_shape", Attr::Ints(vec![k, k])),
+                attr("strides", Attr::Ints(vec![s, s])),
+                attr("pads", Attr::Ints(vec![p, p, p, p])),
+                attr("group", Attr::Int(groups)),
+            ],
+        );
+        n.name = name.clone();
+        self.g = std::mem::take(&mut self.g).node(n);
+        self.act(&name, act)
+    }
+
+    /// A plain convolution with bias and explicit weights std (detection heads).
+    pub fn conv_plain(
+        &mut self,
+        x: &str,
+        cin: i64,
+        cout: i64,
+        k: i64,
+        std: f64,
+        bias: &[f32],
+    ) -> String {
+        let name = self.fresh("conv");
+        let w = self.random(&format!("{name}.weight"), &[cout, cin, k, k], std);
+        let b = self.constant(&format!("{name}.bias"), &[cout], bias);
+        let mut n = node(
+            "Conv",
+            &[x, &w, &b],
+            &[&name],
+            vec![attr("kernel_shape", Attr::Ints(vec![k, k]))],
+        );
+        n.name = name.clone();
+        self.g = std::mem::take(&mut self.g).node(n);
+        name
+    }
+
+    pub fn add(&mut self, a: &str, b: &str) -> String {
+        self.op("Add", &[a, b], vec![])
+    }
+
+    pub fn concat(&mut self, xs: &[&str], axis: i64) -> String {
+        self.op("Concat", xs, vec![attr("axis", Attr::Int(axis))])
+    }
+
+    pub fn maxpool(&mut self, x: &str, k: i64, s: i64, p: i64) -> String {
+        self.op(
+            "MaxPool",
+            &[x],
+            vec![
+                attr("kernel_shape", Attr::Ints(vec![k, k])),
+                attr("strides", Attr::Ints(vec![s, s])),
+                attr("pads", Attr::Ints(vec![p, p, p, p])),
+            ],
+        )
+    }
+
+    /// Global average pool + flatten + fully connected (Xavier-uniform-like std).
+    pub fn classifier(&mut self, x: &str, cin: i64, classes: i64) -> String {
+        let gap = self.op("GlobalAveragePool", &[x], vec![]);
+        let flat = self.op("Flatten", &[&gap], vec![attr("axis", Attr::Int(1))]);
+        self.linear(&flat, "fc", cin, classes)
+    }
+
+    /// A fully connected layer as MatMul + Add (not Gemm: tract 0.23 mistypes an FP16
+    /// Gemm's output as FP32, "Output mismatch after rewiring expansion").
+    pub fn linear(&mut self, x: &str, name: &str, cin: i64, cout: i64) -> String {
+        let w = self.random(
+            &format!("{name}.weight"),
+            &[cin, cout],
+            (1.0 / cin as f64).sqrt(),
+        );
+        let b = self.random(&format!("{name}.bias"), &[cout], 0.01);
+        let y = self.op("MatMul", &[x, &w], vec![]);
+        self.add(&y, &b)
+    }
+
+    /// Nearest-neighbour 2× upsampling (Resize with FP32 scales, whatever the compute type).
+    pub fn upsample2x(&mut self, x: &str) -> String {
+        let scales = self.fresh("scales");
+        let bytes = [1f32, 1.0, 2.0, 2.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        self.g =
+            std::mem::take(&mut self.g).init(tensor_raw(&scales, DataType::FLOAT, &[4], bytes));
+        self.op(
+            "Resize",
+            &[x, "", &scales],
+            vec![attr("mode", Attr::Str("nearest"))],
+        )
+    }
+
+    /// Declares the FP32 input, casting it to the compute type.
+    pub fn input(&mut self, name: &str, dims: &[i64]) -> String {
+        self.g = std::mem::take(&mut self.g).input(name, DataType::FLOAT, dims);
+        if self.dt == DataType::FLOAT {
+            name.to_string()
+        } else {
+            self.op(
+                "Cast",
+                &[name],
+                vec![attr("to", Attr::Int(self.dt.0 as i64))],
+            )
+        }
+    }
+
+    /// Declares an FP32 output `name` from value `x` (cast back from the compute type).
+    pub fn output(&mut self, x: &str, name: &str, dims: &[i64]) {
+        let mut n = if self.dt == DataType::FLOAT {
+            node("Identity", &[x], &[name], vec![])
+        } else {
+            node(
+                "Cast",
+                &[x],
+                &[name],
+                vec![attr("to", Attr::Int(DataType::FLOAT.0 as i64))],
+            )
+        };
+        n.name = format!("{name}_out");
+        self.g = std::mem::take(&mut self.g)
+            .node(n)
+            .output(name, DataType::FLOAT, dims);
+    }
+
+    pub fn finish(self, opset: i64) -> ModelProto {
+        let mut m = self.g.model(opset);
+        m.producer_name = "acceval-zoo".into();
+        m
+    }
+}

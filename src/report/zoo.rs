@@ -1,0 +1,63 @@
+//! The text view of `acceval zoo list`.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use comfy_table::{CellAlignment, Table, presets};
+
+use crate::model::zoo::{Manifest, file_matches};
+use crate::report::thousands;
+
+pub fn write_list(out: &mut impl Write, m: &Manifest, dir: &Path) -> std::io::Result<()> {
+    let mut t = Table::new();
+    t.load_style(if std::io::stdout().is_terminal() {
+        presets::UTF8_FULL_CONDENSED
+    } else {
+        presets::ASCII_MARKDOWN
+    });
+    t.set_header(vec![
+        "model", "scenario", "task", "input", "params", "MACs", "MB", "file",
+    ]);
+    for x in &m.models {
+        let path = dir.join(&x.file);
+        let state = if file_matches(&path, &x.sha256) {
+            "built"
+        } else if path.exists() {
+            "STALE (hash differs)"
+        } else if x.committed {
+            "missing (committed; git checkout)"
+        } else {
+            "built on first use"
+        };
+        t.add_row(vec![
+            x.name.clone(),
+            x.scenario.clone(),
+            format!("{:?}", x.task).to_lowercase(),
+            format!(
+                "{} {}",
+                x.input,
+                x.input_shape
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join("x")
+            ),
+            thousands(x.params),
+            thousands(x.macs),
+            format!("{:.1}", x.bytes as f64 / 1e6),
+            state.to_string(),
+        ]);
+    }
+    for c in [4, 5, 6] {
+        if let Some(col) = t.column_mut(c) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    writeln!(out, "{t}")?;
+    writeln!(
+        out,
+        "zoo version {}; models in {} (`acceval zoo build NAME` builds one; `--model NAME` builds it when first needed)",
+        m.zoo_version,
+        dir.display()
+    )
+}

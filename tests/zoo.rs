@@ -1,0 +1,253 @@
+//! The model zoo: every model is reproducible (its SHA-256 equals the manifest's), counts
+//! to its reference architecture's parameters and MACs, passes `onnx.checker`, runs in
+//! Python onnxruntime, and gives the same outputs there as on acceval's backends.
+
+mod common;
+
+use std::path::Path;
+
+use acceval::model::onnx::DataType;
+use acceval::model::zoo::{self, Manifest, Precision, arch, yolo};
+use common::*;
+use prost::Message;
+
+fn manifest() -> Manifest {
+    Manifest::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("models/zoo.toml")).unwrap()
+}
+
+fn count(m: acceval::model::onnx::ModelProto) -> (u64, u64) {
+    let w = write_bytes("m.onnx", &m.encode_to_vec());
+    let a = acceval::model::analyse(&w.path, &[]).unwrap();
+    assert!(!a.lower_bound, "{:?}", a.unsupported_ops);
+    (a.params.count, a.macs.unwrap())
+}
+
+#[test]
+fn every_zoo_model_is_reproducible_and_counts_as_its_manifest_says() {
+    let m = manifest();
+    assert_eq!(m.zoo_version, zoo::ZOO_VERSION);
+    assert_eq!(m.models.len(), zoo::all_names().len());
+    for name in zoo::all_names() {
+        let (entry, p) = zoo::parse_name(&name).unwrap();
+        let bytes = zoo::build(&entry, p);
+        let rec = m
+            .find(&name)
+            .unwrap_or_else(|| panic!("{name} not in models/zoo.toml"));
+        assert_eq!(
+            zoo::sha256_hex(&bytes),
+            rec.sha256,
+            "{name}: not reproducible"
+        );
+        assert_eq!(bytes.len() as u64, rec.bytes, "{name}");
+        let w = write_bytes(&format!("{name}.onnx"), &bytes);
+        let a = acceval::model::analyse(&w.path, &[]).unwrap();
+        assert_eq!(a.params.count, rec.params, "{name}");
+        assert_eq!(a.macs, Some(rec.macs), "{name}");
+        assert!(!a.lower_bound, "{name}: {:?}", a.unsupported_ops);
+        // The FP16 variant stores its weights in half the bytes (Resize scales stay FP32).
+        if p == Precision::Fp16 {
+            let fp16 = a
+                .params
+                .by_type
+                .iter()
+                .find(|t| t.elem_type == "FP16")
+                .unwrap();
+            assert_eq!(fp16.bytes, 2 * fp16.count, "{name}");
+            assert!(
+                fp16.count + 8 >= a.params.count,
+                "{name}: {:?}",
+                a.params.by_type
+            );
+        }
+        // Files are committed exactly when they are at most 5 MB.
+        assert_eq!(
+            rec.committed,
+            rec.bytes <= zoo::COMMIT_LIMIT_BYTES,
+            "{name}"
+        );
+        let in_repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models")
+            .join(&rec.file);
+        if rec.committed {
+            assert!(
+                zoo::file_matches(&in_repo, &rec.sha256),
+                "{name}: committed file differs"
+            );
+        }
+    }
+}
+
+#[test]
+fn architectures_reproduce_published_parameters_and_macs() {
+    let f = DataType::FLOAT;
+    // torchvision, BatchNorm folded (conv weights + one bias per BN channel + fc), measured
+    // with torch: resnet50 25,530,472 params / 4,089,184,256 MACs with 1000 classes.
+    assert_eq!(
+        count(arch::resnet50("r", f, 1000)),
+        (25_530_472, 4_089_184_256)
+    );
+    assert_eq!(
+        count(arch::resnet50("r", f, 10)),
+        (23_501_962, 4_087_156_736)
+    );
+    // mobilenet_v2: 3,487,816 + the 70 Clip bounds; 300,774,272 MACs (torchvision's number).
+    assert_eq!(
+        count(arch::mobilenet_v2("m", f, 1000)),
+        (3_487_886, 300_774_272)
+    );
+    // ultralytics 8.4.190, fused: yolov8n 3,151,904 params, 4,371,993,600 MACs at 640 with
+    // 80 classes; yolov8s 11,156,544 / 14,301,312,000. The ONNX graph adds the decoder's
+    // 2·8400 anchors + 8400 strides + the scalar 2 = 25,201 constants.
+    assert_eq!(
+        count(yolo::yolov8("y", f, yolo::Scale::N, 80, 640)),
+        (3_151_904 + 25_201, 4_371_993_600)
+    );
+    assert_eq!(
+        count(yolo::yolov8("y", f, yolo::Scale::S, 80, 640)),
+        (11_156_544 + 25_201, 14_301_312_000)
+    );
+    // The forecaster by construction (see the zoo entry): 205,848 params, 19,270,656 MACs.
+    assert_eq!(
+        count(arch::lstm_forecast("l", f, 96, 8, 128, 24)),
+        (205_848, 19_270_656)
+    );
+}
+
+#[test]
+fn zoo_names_resolve_and_unknown_names_are_errors() {
+    // A committed model runs by name.
+    let out = bin()
+        .args([
+            "run",
+            "--model",
+            "lstm-load-forecast",
+            "--runs",
+            "1",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outputs"][0]["shape"], serde_json::json!([1, 24]));
+    let out = bin().args(["inspect", "yolov9-line"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("neither a file nor a zoo model") && e.contains("yolov8n-line"),
+        "{e}"
+    );
+    let out = bin().args(["zoo", "build", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn python() -> Option<String> {
+    let py = std::env::var("ACCEVAL_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = std::process::Command::new(&py)
+        .args(["-c", "import onnx, onnxruntime, numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
+            panic!("ACCEVAL_REQUIRE_PYTHON=1 but '{py}' lacks onnx/onnxruntime/numpy");
+        }
+        eprintln!(
+            "SKIPPED: python with onnx+onnxruntime not found (pip install onnx onnxruntime numpy)"
+        );
+        return None;
+    }
+    Some(py)
+}
+
+const PEER: &str = r#"
+import sys, json, numpy as np, onnx, onnxruntime as ort
+model, inp, out = sys.argv[1:4]
+onnx.checker.check_model(model, full_check=True)
+s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+i = s.get_inputs()[0]
+x = np.random.default_rng(7).random(i.shape, dtype=np.float32)
+np.save(inp, x)
+y = s.run(None, {i.name: x})
+np.savez(out, **{o.name: v for o, v in zip(s.get_outputs(), y)})
+print(json.dumps({"input": i.name}))
+"#;
+
+#[test]
+fn zoo_models_pass_onnx_checker_and_agree_with_python_onnxruntime() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for name in zoo::all_names() {
+        let (entry, p) = zoo::parse_name(&name).unwrap();
+        let model = dir.path().join(format!("{name}.onnx"));
+        std::fs::write(&model, zoo::build(&entry, p)).unwrap();
+        let x = dir.path().join(format!("{name}.x.npy"));
+        let reference = dir.path().join(format!("{name}.ort.npz"));
+        let o = std::process::Command::new(&py)
+            .args(["-c", PEER])
+            .args([&model, &x, &reference])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        // tract computes FP16 in software (about 50× slower than FP32 on x86): the large FP16
+        // models are compared on ort:cpu only.
+        let heavy_fp16 =
+            p == Precision::Fp16 && (name.starts_with("yolo") || name.starts_with("resnet"));
+        let backends: &[&str] = if heavy_fp16 {
+            &["ort:cpu"]
+        } else {
+            &["cpu", "ort:cpu"]
+        };
+        for backend in backends {
+            let got = dir
+                .path()
+                .join(format!("{name}.{}.npz", backend.replace(':', "_")));
+            let out = bin()
+                .args(["run", "--backend", backend, "--model"])
+                .arg(&model)
+                .arg("--input")
+                .arg(format!("{}={}", entry.input, x.display()))
+                .arg("--output")
+                .arg(&got)
+                .args(["--runs", "0"])
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{name} {backend}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let d = rel_diff(&got, &reference);
+            let tol = if p == Precision::Fp16 { 1e-2 } else { 1e-4 };
+            eprintln!(
+                "{name} on {backend} vs Python onnxruntime: max relative diff {d:.3e} (tolerance {tol:e})"
+            );
+            assert!(d <= tol, "{name} on {backend}: {d:.3e} > {tol:e}");
+        }
+    }
+}
+
+/// Max |a − b| over all outputs, relative to each output's largest |b|.
+fn rel_diff(a: &Path, b: &Path) -> f64 {
+    use acceval::accuracy::io;
+    let mut worst = 0.0f64;
+    for n in io::npz_names(b).unwrap() {
+        let x = io::read_npz(a, &n).unwrap().to_f64();
+        let y = io::read_npz(b, &n).unwrap().to_f64();
+        assert_eq!(x.len(), y.len(), "{n}");
+        let scale = y.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-12);
+        for (p, q) in x.iter().zip(&y) {
+            worst = worst.max((p - q).abs() / scale);
+        }
+    }
+    worst
+}
