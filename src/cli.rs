@@ -34,6 +34,28 @@ pub enum Command {
     Conformance(ConformanceArgs),
     /// The model zoo: the power scenarios' standard models, built deterministically.
     Zoo(ZooArgs),
+    /// Input sets: deterministic synthetic scenes (JPEG/PNG) and load series (CSV).
+    Inputs(InputsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InputsArgs {
+    #[command(subcommand)]
+    pub command: InputsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InputsCommand {
+    /// List the input sets and the models they are for.
+    List,
+    /// Generate sets into inputs/ (all when no SET is given) and check each file's SHA-256
+    /// against the committed inputs/SET/manifest.toml.
+    Build {
+        sets: Vec<String>,
+        /// Rewrite the manifests instead of checking against them.
+        #[arg(long)]
+        update_manifest: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -106,8 +128,9 @@ pub struct RunArgs {
     /// Seed for generated inputs (input k uses seed + k).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Write the outputs of the first inference to this .npz file.
-    #[arg(long, value_name = "FILE.npz")]
+    /// Write the outputs of the first inference to this .npz file (with --image/--series:
+    /// the task results as JSON).
+    #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Steady runs after the first (cold) inference.
     #[arg(long, default_value_t = 10)]
@@ -118,6 +141,25 @@ pub struct RunArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Run the task pipeline (decode, pre-process, model, post-process) on this image
+    /// (repeatable): top-k classes or detections, with per-stage times.
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<PathBuf>,
+    /// Run the forecasting pipeline on this load series (CSV).
+    #[arg(long, value_name = "FILE.csv")]
+    pub series: Option<PathBuf>,
+    /// The task of a model that is not in the zoo (zoo models know theirs).
+    #[arg(long, value_enum)]
+    pub task: Option<crate::model::zoo::Task>,
+    /// Classes to show (classification).
+    #[arg(long, default_value_t = 5)]
+    pub top_k: usize,
+    /// Score threshold (detection).
+    #[arg(long, default_value_t = 0.25)]
+    pub conf: f32,
+    /// IoU threshold of non-maximum suppression (detection).
+    #[arg(long, default_value_t = 0.45)]
+    pub iou: f64,
 }
 
 #[derive(Debug, Args)]

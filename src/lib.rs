@@ -15,6 +15,7 @@ pub mod measure;
 pub mod model;
 pub mod report;
 pub mod rng;
+pub mod task;
 
 /// How a command that ran ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,5 +43,6 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Run(args) => commands::run::run(args),
         cli::Command::Conformance(args) => commands::conformance::run(args),
         cli::Command::Zoo(args) => commands::zoo::run(args),
+        cli::Command::Inputs(args) => commands::inputs::run(args),
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod conformance;
 pub mod devices;
+pub mod inputs;
 pub mod inspect;
 pub mod run;
 pub mod zoo;

@@ -338,6 +338,9 @@ pub fn placement_record(p: Placement, spec: &BackendSpec) -> PlacementRecord {
 pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let spec = &args.backend.backend;
     let model = crate::model::zoo::resolve(&args.model)?;
+    if !args.images.is_empty() || args.series.is_some() {
+        return run_task(&args, &model);
+    }
     let specs = input_specs(&model)?;
     let (inputs, records) = gather_inputs(&specs, &args.inputs, &args.shapes, args.seed)?;
     let shapes = inputs
@@ -396,6 +399,107 @@ pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         writeln!(out)?;
     } else {
         crate::report::run::write_text(&mut out, &report)?;
+    }
+    Ok(Outcome::Ok)
+}
+
+/// What `acceval run --image/--series` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskReport {
+    pub schema: &'static str,
+    pub model: String,
+    pub task: crate::model::zoo::Task,
+    pub session: SessionInfo,
+    pub load: LoadTimings,
+    pub runs: Vec<crate::task::TaskRun>,
+}
+
+fn run_task(args: &RunArgs, model: &Path) -> anyhow::Result<Outcome> {
+    use crate::model::zoo::{self, Task};
+    let specs = input_specs(model)?;
+    let [input] = specs.as_slice() else {
+        bail!(
+            "task pipelines take models with one input; this one has {}",
+            specs.len()
+        );
+    };
+    // The zoo knows its models' task and labels; other models name their task.
+    let stem = model.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let manifest = zoo::Manifest::read(&zoo::models_dir().join("zoo.toml")).ok();
+    let entry = manifest
+        .as_ref()
+        .and_then(|m| m.find(stem))
+        .filter(|e| std::fs::read(model).is_ok_and(|b| zoo::sha256_hex(&b) == e.sha256));
+    let task = match (args.task, entry) {
+        (Some(t), _) => t,
+        (None, Some(e)) => e.task,
+        (None, None) => bail!(
+            "'{}' is not a zoo model: pass --task classification|detection|forecasting",
+            model.display()
+        ),
+    };
+    match (task, args.series.is_some()) {
+        (Task::Forecasting, false) => {
+            bail!("a forecasting model takes --series FILE.csv, not --image")
+        }
+        (Task::Classification | Task::Detection, true) => {
+            bail!("a {task:?} model takes --image FILE, not --series")
+        }
+        _ => {}
+    }
+    let shape: Vec<usize> = input
+        .dims
+        .iter()
+        .map(|d| d.known().map(|v| v as usize))
+        .collect::<Option<_>>()
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "input '{}' has dynamic dims; task pipelines need a static input shape",
+                input.name
+            )
+        })?;
+    let spec = crate::task::TaskSpec {
+        task,
+        input_name: input.name.clone(),
+        input_shape: shape.clone(),
+        labels: entry.map(|e| e.labels.clone()).unwrap_or_default(),
+        top_k: args.top_k,
+        detect: crate::task::detect::DetectParams {
+            conf: args.conf,
+            iou: args.iou,
+            ..Default::default()
+        },
+    };
+    let opts = load_options(&args.backend, vec![(input.name.clone(), shape)], false)?;
+    let mut session = backend::load(model, &args.backend.backend, &opts)?;
+    let files: Vec<PathBuf> = match &args.series {
+        Some(s) => vec![s.clone()],
+        None => args.images.clone(),
+    };
+    let mut runs = Vec::with_capacity(files.len());
+    for f in &files {
+        runs.push(crate::task::run(session.as_mut(), &spec, f)?);
+    }
+    let report = TaskReport {
+        schema: "acceval.task/1",
+        model: model.display().to_string(),
+        task,
+        session: session.info().clone(),
+        load: session.timings().clone(),
+        runs,
+    };
+    if let Some(path) = &args.output {
+        let bytes = serde_json::to_vec_pretty(&report)?;
+        crate::report::write_atomic(path, &bytes)
+            .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        use std::io::Write;
+        writeln!(out)?;
+    } else {
+        crate::report::run::write_task(&mut out, &report)?;
     }
     Ok(Outcome::Ok)
 }

@@ -2,7 +2,8 @@
 
 use std::io::Write;
 
-use crate::commands::run::RunReport;
+use crate::commands::run::{RunReport, TaskReport};
+use crate::task::TaskOutput;
 
 fn ms(v: f64) -> String {
     format!("{v:.3} ms")
@@ -97,6 +98,63 @@ pub fn write_text(out: &mut impl Write, r: &RunReport) -> std::io::Result<()> {
         }
         if !p.cpu_fallback.is_empty() {
             writeln!(out, "  fell back to the CPU: {}", p.cpu_fallback.join(", "))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn write_task(out: &mut impl Write, r: &TaskReport) -> std::io::Result<()> {
+    writeln!(out, "Model:   {} ({:?})", r.model, r.task)?;
+    writeln!(
+        out,
+        "Backend: {} — {} on {}",
+        r.session.backend, r.session.engine, r.session.device
+    )?;
+    writeln!(out, "Load:    init {}", ms(r.load.init.as_secs_f64() * 1e3))?;
+    for run in &r.runs {
+        writeln!(out)?;
+        writeln!(out, "{}", run.input)?;
+        let s = &run.stages;
+        writeln!(
+            out,
+            "  stages: decode {} · pre-process {} · forward (copy in/out included) {} · post-process {} · total {}",
+            ms(s.decode_ms),
+            ms(s.preprocess_ms),
+            ms(s.forward_ms),
+            ms(s.postprocess_ms),
+            ms(s.total_ms)
+        )?;
+        match &run.output {
+            TaskOutput::Classes(c) => {
+                for k in c {
+                    writeln!(
+                        out,
+                        "  {:>6.2} %  {} (class {})",
+                        100.0 * k.probability,
+                        k.label,
+                        k.class
+                    )?;
+                }
+            }
+            TaskOutput::Detections(d) => {
+                writeln!(out, "  {} detection(s)", d.len())?;
+                for k in d.iter().take(20) {
+                    writeln!(
+                        out,
+                        "  {:.3} {} [{:.1}, {:.1}, {:.1}, {:.1}]",
+                        k.score, k.label, k.x1, k.y1, k.x2, k.y2
+                    )?;
+                }
+            }
+            TaskOutput::ForecastMw(f) => {
+                let v: Vec<String> = f.iter().map(|x| format!("{x:.1}")).collect();
+                writeln!(
+                    out,
+                    "  forecast (MW, next {} steps): {}",
+                    f.len(),
+                    v.join(" ")
+                )?;
+            }
         }
     }
     Ok(())

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::model::onnx::{DataType, ModelProto};
 
 /// What a zoo model does with its output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Task {
     Classification,

@@ -1,0 +1,193 @@
+//! Image pre-processing: decode, resize (classification: resize the short side, centre
+//! crop) or letterbox (detection), normalise, NCHW.
+//!
+//! Resizing uses `image`'s separable triangle (bilinear) filter, whose support widens when
+//! downscaling (antialiased), as Pillow's `Image.BILINEAR` does; `tests/task.rs` compares
+//! the result with Pillow on the same file.
+
+use std::path::Path;
+
+use image::{RgbImage, imageops};
+use ndarray::{Array4, ArrayD};
+
+/// Why an image could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    #[error("cannot read image '{path}': {reason}")]
+    Read { path: String, reason: String },
+    #[error(
+        "image '{path}' has {channels} channel(s) ({kind}); the model takes 3-channel RGB: convert it (e.g. `convert in.png -type TrueColor out.png`)"
+    )]
+    Channels {
+        path: String,
+        channels: u8,
+        kind: String,
+    },
+}
+
+/// Decodes a JPEG or PNG file into RGB8. Grey or RGBA images are an error: silently
+/// converting them would measure a different pre-processing than the field's.
+pub fn decode(path: &Path) -> Result<RgbImage, ImageError> {
+    let bytes = std::fs::read(path).map_err(|e| ImageError::Read {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    decode_bytes(&bytes, &path.display().to_string())
+}
+
+pub fn decode_bytes(bytes: &[u8], label: &str) -> Result<RgbImage, ImageError> {
+    let img = image::load_from_memory(bytes).map_err(|e| ImageError::Read {
+        path: label.to_string(),
+        reason: format!("{e} (a corrupt or truncated JPEG/PNG?)"),
+    })?;
+    let color = img.color();
+    if color.channel_count() != 3 || color.has_alpha() {
+        return Err(ImageError::Channels {
+            path: label.to_string(),
+            channels: color.channel_count(),
+            kind: format!("{color:?}"),
+        });
+    }
+    Ok(img.into_rgb8())
+}
+
+/// Resize so the short side is `short`, then crop the centre `size`×`size`
+/// (torchvision's `Resize(256)` + `CenterCrop(224)` with short = 256, size = 224).
+pub fn resize_center_crop(img: &RgbImage, short: u32, size: u32) -> RgbImage {
+    let (w, h) = img.dimensions();
+    let (nw, nh) = if w <= h {
+        (
+            short,
+            ((h as u64 * short as u64 + w as u64 / 2) / w as u64) as u32,
+        )
+    } else {
+        (
+            ((w as u64 * short as u64 + h as u64 / 2) / h as u64) as u32,
+            short,
+        )
+    };
+    let r = imageops::resize(img, nw, nh, imageops::FilterType::Triangle);
+    let x = (nw.saturating_sub(size)) / 2;
+    let y = (nh.saturating_sub(size)) / 2;
+    imageops::crop_imm(&r, x, y, size.min(nw), size.min(nh)).to_image()
+}
+
+/// How a letterboxed image maps back to the original.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Letterbox {
+    /// Scale applied to the original (same on both axes).
+    pub scale: f64,
+    /// Padding added on the left and top, pixels of the model input.
+    pub pad_x: f64,
+    pub pad_y: f64,
+    pub orig_w: u32,
+    pub orig_h: u32,
+}
+
+impl Letterbox {
+    /// A point of the model input back in original-image pixels.
+    pub fn to_original(&self, x: f64, y: f64) -> (f64, f64) {
+        ((x - self.pad_x) / self.scale, (y - self.pad_y) / self.scale)
+    }
+    /// An original-image point in model-input pixels.
+    pub fn to_input(&self, x: f64, y: f64) -> (f64, f64) {
+        (x * self.scale + self.pad_x, y * self.scale + self.pad_y)
+    }
+}
+
+/// Resize keeping the aspect ratio to fit `size`×`size`, pad with grey 114 centred
+/// (ultralytics' `LetterBox(auto=False)`).
+pub fn letterbox(img: &RgbImage, size: u32) -> (RgbImage, Letterbox) {
+    let (w, h) = img.dimensions();
+    let scale = (size as f64 / w as f64).min(size as f64 / h as f64);
+    let nw = ((w as f64 * scale).round() as u32).clamp(1, size);
+    let nh = ((h as f64 * scale).round() as u32).clamp(1, size);
+    let r = imageops::resize(img, nw, nh, imageops::FilterType::Triangle);
+    let pad_x = (size - nw) / 2;
+    let pad_y = (size - nh) / 2;
+    let mut canvas = RgbImage::from_pixel(size, size, image::Rgb([114, 114, 114]));
+    imageops::replace(&mut canvas, &r, pad_x as i64, pad_y as i64);
+    (
+        canvas,
+        Letterbox {
+            scale,
+            pad_x: pad_x as f64,
+            pad_y: pad_y as f64,
+            orig_w: w,
+            orig_h: h,
+        },
+    )
+}
+
+/// RGB8 → float NCHW `[1, 3, H, W]`: (pixel / 255 − mean) / std per channel.
+pub fn to_nchw(img: &RgbImage, mean: [f32; 3], std: [f32; 3]) -> ArrayD<f32> {
+    let (w, h) = img.dimensions();
+    let mut a = Array4::<f32>::zeros((1, 3, h as usize, w as usize));
+    for (x, y, p) in img.enumerate_pixels() {
+        for c in 0..3 {
+            a[[0, c, y as usize, x as usize]] = (p[c] as f32 / 255.0 - mean[c]) / std[c];
+        }
+    }
+    a.into_dyn()
+}
+
+/// ImageNet normalisation (torchvision classifiers).
+pub const IMAGENET_MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+pub const IMAGENET_STD: [f32; 3] = [0.229, 0.224, 0.225];
+/// YOLO: pixels / 255, no mean or std.
+pub const UNIT_MEAN: [f32; 3] = [0.0; 3];
+pub const UNIT_STD: [f32; 3] = [1.0; 3];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn letterbox_round_trip() {
+        // 1920×1080 into 640: scale 1/3, 640×360, padding 140 on top and bottom.
+        let img = RgbImage::new(1920, 1080);
+        let (out, lb) = letterbox(&img, 640);
+        assert_eq!(out.dimensions(), (640, 640));
+        assert!((lb.scale - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!((lb.pad_x, lb.pad_y), (0.0, 140.0));
+        // The padding is grey 114; the image area is what was resized (black here).
+        assert_eq!(out.get_pixel(0, 0).0, [114, 114, 114]);
+        assert_eq!(out.get_pixel(320, 320).0, [0, 0, 0]);
+        for (x, y) in [(0.0, 0.0), (1919.0, 1079.0), (960.0, 540.0), (12.5, 700.25)] {
+            let (ix, iy) = lb.to_input(x, y);
+            let (ox, oy) = lb.to_original(ix, iy);
+            assert!((ox - x).abs() < 1e-9 && (oy - y).abs() < 1e-9);
+        }
+        // The original's corners land on the letterbox's image area.
+        assert_eq!(lb.to_input(0.0, 0.0), (0.0, 140.0));
+        assert_eq!(lb.to_input(1920.0, 1080.0), (640.0, 500.0));
+    }
+
+    #[test]
+    fn center_crop_sizes_and_normalisation() {
+        let img = RgbImage::from_pixel(400, 300, image::Rgb([255, 128, 0]));
+        let c = resize_center_crop(&img, 256, 224);
+        assert_eq!(c.dimensions(), (224, 224));
+        let t = to_nchw(&c, IMAGENET_MEAN, IMAGENET_STD);
+        assert_eq!(t.shape(), &[1, 3, 224, 224]);
+        // (1.0 − 0.485) / 0.229 for red; (0 − 0.406) / 0.225 for blue.
+        assert!((t[[0, 0, 10, 10]] - (1.0 - 0.485) / 0.229).abs() < 1e-5);
+        assert!((t[[0, 2, 10, 10]] - (0.0 - 0.406) / 0.225).abs() < 1e-5);
+    }
+
+    #[test]
+    fn grey_and_corrupt_images_are_refused() {
+        let mut png = Vec::new();
+        image::GrayImage::new(4, 4)
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        assert!(matches!(
+            decode_bytes(&png, "g.png"),
+            Err(ImageError::Channels { channels: 1, .. })
+        ));
+        assert!(matches!(
+            decode_bytes(b"\xff\xd8\xff garbage", "c.jpg"),
+            Err(ImageError::Read { .. })
+        ));
+    }
+}
