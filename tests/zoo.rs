@@ -11,6 +11,22 @@ use acceval::model::zoo::{self, Manifest, Precision, arch, yolo};
 use common::*;
 use prost::Message;
 
+/// Every zoo model built once for the whole test binary (INT8 calibration is not free).
+fn built() -> &'static [(String, Precision, Vec<u8>)] {
+    static BUILT: std::sync::OnceLock<Vec<(String, Precision, Vec<u8>)>> =
+        std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        zoo::all_names()
+            .into_iter()
+            .map(|name| {
+                let (entry, p) = zoo::parse_name(&name).unwrap();
+                let bytes = zoo::build(&entry, p);
+                (name, p, bytes)
+            })
+            .collect()
+    })
+}
+
 fn manifest() -> Manifest {
     Manifest::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("models/zoo.toml")).unwrap()
 }
@@ -27,19 +43,18 @@ fn every_zoo_model_is_reproducible_and_counts_as_its_manifest_says() {
     let m = manifest();
     assert_eq!(m.zoo_version, zoo::ZOO_VERSION);
     assert_eq!(m.models.len(), zoo::all_names().len());
-    for name in zoo::all_names() {
-        let (entry, p) = zoo::parse_name(&name).unwrap();
-        let bytes = zoo::build(&entry, p);
+    for (name, p, bytes) in built() {
+        let (name, p) = (name.clone(), *p);
         let rec = m
             .find(&name)
             .unwrap_or_else(|| panic!("{name} not in models/zoo.toml"));
         assert_eq!(
-            zoo::sha256_hex(&bytes),
+            zoo::sha256_hex(bytes),
             rec.sha256,
             "{name}: not reproducible"
         );
         assert_eq!(bytes.len() as u64, rec.bytes, "{name}");
-        let w = write_bytes(&format!("{name}.onnx"), &bytes);
+        let w = write_bytes(&format!("{name}.onnx"), bytes);
         let a = acceval::model::analyse(&w.path, &[]).unwrap();
         assert_eq!(a.params.count, rec.params, "{name}");
         assert_eq!(a.macs, Some(rec.macs), "{name}");
@@ -58,6 +73,22 @@ fn every_zoo_model_is_reproducible_and_counts_as_its_manifest_says() {
                 "{name}: {:?}",
                 a.params.by_type
             );
+        }
+        // The INT8 variant stores (nearly) every parameter as INT8: weights, zero points.
+        if p == Precision::Int8 {
+            let int8 = a
+                .params
+                .by_type
+                .iter()
+                .find(|t| t.elem_type == "INT8")
+                .unwrap();
+            assert_eq!(int8.bytes, int8.count, "{name}");
+            assert!(
+                int8.count * 100 >= a.params.count * 90,
+                "{name}: {:?}",
+                a.params.by_type
+            );
+            assert!(a.op_histogram.get("DequantizeLinear").copied().unwrap_or(0) > 0);
         }
         // Files are committed exactly when they are at most 5 MB.
         assert_eq!(
@@ -83,32 +114,32 @@ fn architectures_reproduce_published_parameters_and_macs() {
     // torchvision, BatchNorm folded (conv weights + one bias per BN channel + fc), measured
     // with torch: resnet50 25,530,472 params / 4,089,184,256 MACs with 1000 classes.
     assert_eq!(
-        count(arch::resnet50("r", f, 1000)),
+        count(arch::resnet50("r", f, None, 1000)),
         (25_530_472, 4_089_184_256)
     );
     assert_eq!(
-        count(arch::resnet50("r", f, 10)),
+        count(arch::resnet50("r", f, None, 10)),
         (23_501_962, 4_087_156_736)
     );
     // mobilenet_v2: 3,487,816 + the 70 Clip bounds; 300,774,272 MACs (torchvision's number).
     assert_eq!(
-        count(arch::mobilenet_v2("m", f, 1000)),
+        count(arch::mobilenet_v2("m", f, None, 1000)),
         (3_487_886, 300_774_272)
     );
     // ultralytics 8.4.190, fused: yolov8n 3,151,904 params, 4,371,993,600 MACs at 640 with
     // 80 classes; yolov8s 11,156,544 / 14,301,312,000. The ONNX graph adds the decoder's
     // 2·8400 anchors + 8400 strides + the scalar 2 = 25,201 constants.
     assert_eq!(
-        count(yolo::yolov8("y", f, yolo::Scale::N, 80, 640)),
+        count(yolo::yolov8("y", f, None, yolo::Scale::N, 80, 640)),
         (3_151_904 + 25_201, 4_371_993_600)
     );
     assert_eq!(
-        count(yolo::yolov8("y", f, yolo::Scale::S, 80, 640)),
+        count(yolo::yolov8("y", f, None, yolo::Scale::S, 80, 640)),
         (11_156_544 + 25_201, 14_301_312_000)
     );
     // The forecaster by construction (see the zoo entry): 205,848 params, 19,270,656 MACs.
     assert_eq!(
-        count(arch::lstm_forecast("l", f, 96, 8, 128, 24)),
+        count(arch::lstm_forecast("l", f, None, 96, 8, 128, 24)),
         (205_848, 19_270_656)
     );
 }
@@ -181,10 +212,11 @@ print(json.dumps({"input": i.name}))
 fn zoo_models_pass_onnx_checker_and_agree_with_python_onnxruntime() {
     let Some(py) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    for name in zoo::all_names() {
-        let (entry, p) = zoo::parse_name(&name).unwrap();
+    for (name, p, bytes) in built() {
+        let p = *p;
+        let (entry, _) = zoo::parse_name(name).unwrap();
         let model = dir.path().join(format!("{name}.onnx"));
-        std::fs::write(&model, zoo::build(&entry, p)).unwrap();
+        std::fs::write(&model, bytes).unwrap();
         let x = dir.path().join(format!("{name}.x.npy"));
         let reference = dir.path().join(format!("{name}.ort.npz"));
         let o = std::process::Command::new(&py)
@@ -227,7 +259,13 @@ fn zoo_models_pass_onnx_checker_and_agree_with_python_onnxruntime() {
                 String::from_utf8_lossy(&out.stderr)
             );
             let d = rel_diff(&got, &reference);
-            let tol = if p == Precision::Fp16 { 1e-2 } else { 1e-4 };
+            // FP16 and INT8 engines round differently (ONNX Runtime fuses QDQ into integer
+            // kernels; tract dequantises): looser, stated tolerances.
+            let tol = match p {
+                Precision::Fp32 => 1e-4,
+                Precision::Fp16 => 1e-2,
+                Precision::Int8 => 5e-2,
+            };
             eprintln!(
                 "{name} on {backend} vs Python onnxruntime: max relative diff {d:.3e} (tolerance {tol:e})"
             );

@@ -7,8 +7,14 @@ use crate::model::build::{Attr, attr};
 use crate::model::onnx::{DataType, ModelProto};
 
 /// torchvision `resnet50` (v1.5: stride on the 3×3 convolution), `classes` outputs.
-pub fn resnet50(name: &str, dt: DataType, classes: i64) -> ModelProto {
+pub fn resnet50(
+    name: &str,
+    dt: DataType,
+    quant: Option<super::Calibration>,
+    classes: i64,
+) -> ModelProto {
     let mut n = Net::new(name, dt);
+    n.quant = quant;
     let x = n.input("input", &[1, 3, 224, 224]);
     let x = n.conv(&x, 3, 64, 7, 2, 1, Act::Relu, 1.0);
     let mut x = n.maxpool(&x, 3, 2, 1);
@@ -39,8 +45,14 @@ pub fn resnet50(name: &str, dt: DataType, classes: i64) -> ModelProto {
 }
 
 /// torchvision `mobilenet_v2` (width 1.0), `classes` outputs.
-pub fn mobilenet_v2(name: &str, dt: DataType, classes: i64) -> ModelProto {
+pub fn mobilenet_v2(
+    name: &str,
+    dt: DataType,
+    quant: Option<super::Calibration>,
+    classes: i64,
+) -> ModelProto {
     let mut n = Net::new(name, dt);
+    n.quant = quant;
     let x = n.input("input", &[1, 3, 224, 224]);
     let mut x = n.conv(&x, 3, 32, 3, 2, 1, Act::Relu6, 1.0);
     let mut inp = 32;
@@ -87,12 +99,14 @@ pub fn mobilenet_v2(name: &str, dt: DataType, classes: i64) -> ModelProto {
 pub fn lstm_forecast(
     name: &str,
     dt: DataType,
+    quant: Option<super::Calibration>,
     steps: i64,
     features: i64,
     hidden: i64,
     horizon: i64,
 ) -> ModelProto {
     let mut n = Net::new(name, dt);
+    n.quant = quant;
     let x = n.input("series", &[1, steps, features]);
     // [1, steps, features] → [steps, 1, features] (ONNX LSTM's default layout).
     let x = n.op(
@@ -105,8 +119,8 @@ pub fn lstm_forecast(
     let mut last = String::new();
     for layer in 0..2 {
         let std = (1.0 / hidden as f64).sqrt();
-        let w = n.random(&format!("lstm{layer}.W"), &[1, 4 * hidden, inp], std);
-        let r = n.random(&format!("lstm{layer}.R"), &[1, 4 * hidden, hidden], std);
+        let w = n.weight(&format!("lstm{layer}.W"), &[1, 4 * hidden, inp], std, 1);
+        let r = n.weight(&format!("lstm{layer}.R"), &[1, 4 * hidden, hidden], std, 1);
         let b = n.random(&format!("lstm{layer}.B"), &[1, 8 * hidden], std);
         // Explicit zero initial states of the compute type (ConstantOfShape: no stored
         // tensor): tract 0.23 otherwise seeds an FP16 LSTM with FP32 zeros and fails.

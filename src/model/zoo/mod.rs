@@ -33,6 +33,9 @@ pub enum Task {
 pub enum Precision {
     Fp32,
     Fp16,
+    /// INT8 QDQ: weights per-channel symmetric, activations per-tensor, calibrated on the
+    /// model's input set.
+    Int8,
 }
 
 impl Precision {
@@ -40,11 +43,12 @@ impl Precision {
         match self {
             Precision::Fp32 => "",
             Precision::Fp16 => "-fp16",
+            Precision::Int8 => "-int8",
         }
     }
     fn dtype(self) -> DataType {
         match self {
-            Precision::Fp32 => DataType::FLOAT,
+            Precision::Fp32 | Precision::Int8 => DataType::FLOAT,
             Precision::Fp16 => DataType::FLOAT16,
         }
     }
@@ -61,8 +65,13 @@ pub struct Entry {
     /// The reference numbers and how this model differs from them.
     pub reference: &'static str,
     pub labels: &'static [&'static str],
-    build: fn(&str, DataType) -> ModelProto,
+    /// The input set (see `task::inputs`) INT8 calibration runs on.
+    pub input_set: &'static str,
+    build: fn(&str, DataType, Option<Calibration>) -> ModelProto,
 }
+
+/// Calibrated max |x| of activations, by value name.
+pub type Calibration = std::collections::HashMap<String, f32>;
 
 pub const LINE_CLASSES: [&str; 5] = [
     "insulator",
@@ -97,7 +106,8 @@ pub fn entries() -> Vec<Entry> {
             architecture: "ultralytics YOLOv8n (depth 0.33, width 0.25), 5-class head, BatchNorm folded",
             reference: "ultralytics 8.4.190 DetectionModel('yolov8n.yaml'), fused: 3,151,904 parameters and 4,371,993,600 MACs at 640 with 80 classes (get_flops: 8.744 GFLOPs = 2 × MACs); with nc=5: 3,006,623 parameters (DFL's 16 included), 4,043,520,000 MACs. The ONNX file also stores the decoder's 25,201 constants (anchor points 2 × 8,400, strides 8,400, the scalar 2): 3,031,824 parameters",
             labels: &LINE_CLASSES,
-            build: |n, dt| yolo::yolov8(n, dt, yolo::Scale::N, 5, 640),
+            input_set: "line-inspection",
+            build: |n, dt, q| yolo::yolov8(n, dt, q, yolo::Scale::N, 5, 640),
         },
         Entry {
             name: "yolov8s-line-hires",
@@ -108,7 +118,8 @@ pub fn entries() -> Vec<Entry> {
             architecture: "ultralytics YOLOv8s (depth 0.33, width 0.50), 5-class head, run at 1280×1280, BatchNorm folded",
             reference: "ultralytics 8.4.190 DetectionModel('yolov8s.yaml'), fused: 11,156,544 parameters and 14,301,312,000 MACs at 640 with 80 classes (28.6 GFLOPs); with nc=5 at 1280: 11,127,519 parameters, 56,882,688,000 MACs. The ONNX file also stores the decoder's 100,801 constants (anchor points 2 × 33,600, strides 33,600, the scalar 2): 11,228,320 parameters",
             labels: &LINE_CLASSES,
-            build: |n, dt| yolo::yolov8(n, dt, yolo::Scale::S, 5, 1280),
+            input_set: "line-inspection-hires",
+            build: |n, dt, q| yolo::yolov8(n, dt, q, yolo::Scale::S, 5, 1280),
         },
         Entry {
             name: "resnet50-substation",
@@ -119,7 +130,8 @@ pub fn entries() -> Vec<Entry> {
             architecture: "torchvision ResNet-50 v1.5, 10-class head, BatchNorm folded",
             reference: "ResNet-50: 25,557,032 parameters, 4,089,184,256 MACs at 224 (torchvision). Folding BatchNorm turns 2 × 26,560 BN parameters into 26,560 conv biases (−26,560); the 10-class head has 20,490 parameters instead of 2,049,000 and 20,480 MACs instead of 2,048,000: 23,501,962 parameters, 4,087,156,736 MACs",
             labels: &SUBSTATION_CLASSES,
-            build: |n, dt| arch::resnet50(n, dt, 10),
+            input_set: "substation",
+            build: |n, dt, q| arch::resnet50(n, dt, q, 10),
         },
         Entry {
             name: "mobilenetv2-meter",
@@ -130,7 +142,8 @@ pub fn entries() -> Vec<Entry> {
             architecture: "torchvision MobileNetV2 (width 1.0), 10-class head, BatchNorm folded",
             reference: "MobileNetV2: 3,504,872 parameters, 300,774,272 MACs at 224 (torchvision). Folding BatchNorm: −17,056; the 10-class head has 12,810 parameters instead of 1,281,000 and 12,800 MACs instead of 1,280,000: 2,219,626 parameters, 299,507,072 MACs; the ONNX file also stores the 35 ReLU6 Clip bounds (70 scalars, as torchvision's export does): 2,219,696",
             labels: &SUBSTATION_CLASSES,
-            build: |n, dt| arch::mobilenet_v2(n, dt, 10),
+            input_set: "substation",
+            build: |n, dt, q| arch::mobilenet_v2(n, dt, q, 10),
         },
         Entry {
             name: "lstm-load-forecast",
@@ -141,16 +154,20 @@ pub fn entries() -> Vec<Entry> {
             architecture: "2-layer LSTM (hidden 128) over 96 steps × 8 features, last hidden state → 24-step load forecast",
             reference: "By construction: LSTM 1: 4·128·(8+128) weights + 8·128 biases = 70,656; LSTM 2: 4·128·256 + 1,024 = 132,096; head 128·24 + 24 = 3,096; 205,848 parameters. MACs: 96·4·128·136 + 96·4·128·256 + 128·24 = 19,270,656",
             labels: &[],
-            build: |n, dt| arch::lstm_forecast(n, dt, 96, 8, 128, 24),
+            input_set: "load-series",
+            build: |n, dt, q| arch::lstm_forecast(n, dt, q, 96, 8, 128, 24),
         },
     ]
 }
 
 /// A zoo model name with its variant: `resnet50-substation`, `resnet50-substation-fp16`.
 pub fn parse_name(full: &str) -> Option<(Entry, Precision)> {
-    let (base, p) = match full.strip_suffix("-fp16") {
-        Some(b) => (b, Precision::Fp16),
-        None => (full, Precision::Fp32),
+    let (base, p) = if let Some(b) = full.strip_suffix("-fp16") {
+        (b, Precision::Fp16)
+    } else if let Some(b) = full.strip_suffix("-int8") {
+        (b, Precision::Int8)
+    } else {
+        (full, Precision::Fp32)
     };
     entries()
         .into_iter()
@@ -163,7 +180,8 @@ pub fn all_names() -> Vec<String> {
     entries()
         .iter()
         .flat_map(|e| {
-            [Precision::Fp32, Precision::Fp16].map(|p| format!("{}{}", e.name, p.suffix()))
+            [Precision::Fp32, Precision::Fp16, Precision::Int8]
+                .map(|p| format!("{}{}", e.name, p.suffix()))
         })
         .collect()
 }
@@ -172,7 +190,8 @@ pub fn all_names() -> Vec<String> {
 pub fn build(e: &Entry, p: Precision) -> Vec<u8> {
     // Weights are seeded by the architecture's name, so every precision variant holds the
     // same weights (rounded to its type).
-    let mut m = (e.build)(e.name, p.dtype());
+    let calibration = (p == Precision::Int8).then(|| calibrate(e));
+    let mut m = (e.build)(e.name, p.dtype(), calibration);
     if let Some(g) = m.graph.as_mut() {
         g.name = format!("{}{}", e.name, p.suffix());
     }
@@ -346,4 +365,101 @@ pub fn resolve(arg: &Path) -> anyhow::Result<PathBuf> {
     r?;
     eprintln!("acceval: built zoo model {name} into {}", path.display());
     Ok(path)
+}
+
+/// Calibrates the INT8 variant: runs the FP32 model on its input set with every
+/// Conv/MatMul input added as an output, and records each one's max |x|.
+pub fn calibrate(e: &Entry) -> Calibration {
+    use crate::backend::tensor::{HostTensor, TensorData};
+    let mut m = (e.build)(e.name, DataType::FLOAT, None);
+    let g = m.graph.as_mut().expect("zoo graphs exist");
+    let mut names: Vec<String> = g
+        .node
+        .iter()
+        .filter(|n| n.op_type == "Conv" || n.op_type == "MatMul")
+        .filter_map(|n| n.input.first().cloned())
+        .collect();
+    names.sort();
+    names.dedup();
+    let originals = g.output.len();
+    for n in &names {
+        g.output.push(crate::model::onnx::ValueInfoProto {
+            name: n.clone(),
+            r#type: None,
+        });
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "acceval-calibrate-{}-{}",
+        e.name,
+        std::process::id()
+    ));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("calibrate.onnx");
+    std::fs::write(&path, m.encode_to_vec()).expect("writing to the temporary folder");
+    let shape: Vec<usize> = e.input_shape.iter().map(|&d| d as usize).collect();
+    let opts = crate::backend::LoadOptions {
+        input_shapes: vec![(e.input.to_string(), shape.clone())],
+        ..Default::default()
+    };
+    let spec: crate::backend::BackendSpec = "cpu".parse().expect("valid spec");
+    let mut session =
+        crate::backend::load(&path, &spec, &opts).expect("the FP32 zoo model loads on tract");
+    let mut maxes: Calibration = Calibration::new();
+    for x in calibration_inputs(e, &shape, &dir) {
+        let outs = session
+            .run(&[HostTensor {
+                name: e.input.to_string(),
+                data: TensorData::F32(x),
+            }])
+            .expect("the FP32 zoo model runs on tract");
+        for (name, t) in names.iter().zip(outs.iter().skip(originals)) {
+            let m = t.data.to_f64().iter().fold(0.0f64, |a, v| a.max(v.abs())) as f32;
+            let e = maxes.entry(name.clone()).or_insert(0.0);
+            *e = e.max(m);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    maxes
+}
+
+/// Pre-processed tensors of the entry's input set (at most 4 images, or 8 windows).
+fn calibration_inputs(e: &Entry, shape: &[usize], dir: &Path) -> Vec<ndarray::ArrayD<f32>> {
+    use crate::task::{forecast, image};
+    let files = crate::task::inputs::generate(e.input_set).unwrap_or_default();
+    match e.task {
+        Task::Forecasting => {
+            let csv = dir.join("series.csv");
+            let bytes = files.first().map(|f| f.1.clone()).unwrap_or_default();
+            std::fs::write(&csv, bytes).expect("writing to the temporary folder");
+            let rows = forecast::read_series(&csv).expect("the generated series is valid");
+            let n = forecast::norm(&rows);
+            (0..8)
+                .filter_map(|k| {
+                    let end = rows.len() - k * 96;
+                    forecast::window(&rows[..end], shape[1], &n).ok()
+                })
+                .collect()
+        }
+        _ => files
+            .iter()
+            .take(4)
+            .filter_map(|(_, bytes, _)| image::decode_bytes(bytes, "calibration").ok())
+            .map(|img| {
+                if e.task == Task::Detection {
+                    image::to_nchw(
+                        &image::letterbox(&img, shape[3] as u32).0,
+                        image::UNIT_MEAN,
+                        image::UNIT_STD,
+                    )
+                } else {
+                    let short = (shape[3] as f64 * 256.0 / 224.0).round() as u32;
+                    image::to_nchw(
+                        &image::resize_center_crop(&img, short, shape[3] as u32),
+                        image::IMAGENET_MEAN,
+                        image::IMAGENET_STD,
+                    )
+                }
+            })
+            .collect(),
+    }
 }

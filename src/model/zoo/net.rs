@@ -30,6 +30,11 @@ pub struct Net {
     pub g: GraphBuilder,
     /// Compute type: FLOAT or FLOAT16.
     pub dt: DataType,
+    /// INT8 QDQ mode: the calibrated max |x| of activations by value name. Weights of
+    /// Conv/MatMul/LSTM are stored INT8 (symmetric, per output channel) and dequantised;
+    /// activations feeding Conv/MatMul get QuantizeLinear/DequantizeLinear (symmetric,
+    /// per tensor) when calibrated.
+    pub quant: Option<std::collections::HashMap<String, f32>>,
     model: String,
     n: usize,
 }
@@ -39,6 +44,7 @@ impl Net {
         Net {
             g: GraphBuilder::new(model),
             dt,
+            quant: None,
             model: model.to_string(),
             n: 0,
         }
@@ -73,6 +79,103 @@ impl Net {
         let mut rng = SplitMix64(seed_of(&format!("{}/{name}", self.model)));
         let v: Vec<f32> = (0..n).map(|_| (rng.normal() * std) as f32).collect();
         self.constant(name, dims, &v)
+    }
+
+    /// A weight tensor: seeded like `random`; in INT8 mode stored INT8 per channel along
+    /// `axis` with FP32 scales (max |w| / 127) and zero points 0, then dequantised.
+    pub fn weight(&mut self, name: &str, dims: &[i64], std: f64, axis: usize) -> String {
+        if self.quant.is_none() {
+            return self.random(name, dims, std);
+        }
+        let n: i64 = dims.iter().product();
+        let mut rng = SplitMix64(seed_of(&format!("{}/{name}", self.model)));
+        let v: Vec<f32> = (0..n).map(|_| (rng.normal() * std) as f32).collect();
+        let channels = dims[axis] as usize;
+        let inner: usize = dims[axis + 1..].iter().product::<i64>() as usize;
+        let mut maxes = vec![0f32; channels];
+        for (i, x) in v.iter().enumerate() {
+            let c = (i / inner) % channels;
+            maxes[c] = maxes[c].max(x.abs());
+        }
+        let scales: Vec<f32> = maxes
+            .iter()
+            .map(|&m| if m > 0.0 { m / 127.0 } else { 1.0 })
+            .collect();
+        let q: Vec<u8> = v
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                ((x / scales[(i / inner) % channels])
+                    .round()
+                    .clamp(-127.0, 127.0) as i8) as u8
+            })
+            .collect();
+        let qn = format!("{name}.int8");
+        let sn = format!("{name}.scale");
+        let zn = format!("{name}.zero_point");
+        let sb: Vec<u8> = scales.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.g = std::mem::take(&mut self.g)
+            .init(tensor_raw(&qn, DataType::INT8, dims, q))
+            .init(tensor_raw(&sn, DataType::FLOAT, &[channels as i64], sb))
+            .init(tensor_raw(
+                &zn,
+                DataType::INT8,
+                &[channels as i64],
+                vec![0; channels],
+            ));
+        self.op_named(
+            "DequantizeLinear",
+            &[&qn, &sn, &zn],
+            &format!("{name}.dq"),
+            vec![attr("axis", Attr::Int(axis as i64))],
+        )
+    }
+
+    /// A node whose output is named `out` (not from the counter: INT8 graphs must keep the
+    /// FP32 graph's value names, which calibration is keyed by).
+    fn op_named(
+        &mut self,
+        op: &str,
+        inputs: &[&str],
+        out: &str,
+        attrs: Vec<crate::model::onnx::AttributeProto>,
+    ) -> String {
+        let mut n = node(op, inputs, &[out], attrs);
+        n.name = out.to_string();
+        self.g = std::mem::take(&mut self.g).node(n);
+        out.to_string()
+    }
+
+    /// In INT8 mode, fake-quantises a calibrated activation (Q then DQ, symmetric INT8).
+    pub fn qdq(&mut self, x: &str) -> String {
+        let Some(max) = self.quant.as_ref().and_then(|q| q.get(x)).copied() else {
+            return x.to_string();
+        };
+        // Keep 8 significant mantissa bits of the scale: calibration maxima that differ in
+        // their last bits between CPUs (SIMD summation order) give the same file.
+        let scale = f32::from_bits((max.max(1e-8) / 127.0).to_bits() & 0xFFFF_8000);
+        let (sn, zn) = (format!("{x}.act_scale"), format!("{x}.act_zero_point"));
+        let dq = format!("{x}.dq");
+        if self
+            .g
+            .graph
+            .node
+            .iter()
+            .any(|n| n.output.first() == Some(&dq))
+        {
+            // Already quantised for another consumer (a tensor feeding two convolutions).
+            return dq;
+        }
+        self.g = std::mem::take(&mut self.g)
+            .init(tensor_raw(
+                &sn,
+                DataType::FLOAT,
+                &[],
+                scale.to_le_bytes().to_vec(),
+            ))
+            .init(tensor_raw(&zn, DataType::INT8, &[], vec![0]));
+        let q = self.op_named("QuantizeLinear", &[x, &sn, &zn], &format!("{x}.q"), vec![]);
+        self.op_named("DequantizeLinear", &[&q, &sn, &zn], &dq, vec![])
     }
 
     pub fn int64(&mut self, name: &str, values: &[i64]) -> String {
@@ -143,10 +246,13 @@ impl Net {
     ) -> String {
         let name = self.fresh("conv");
         let fan_in = (cin / groups) * k * k;
-        let w = self.random(
+        let xq = self.qdq(x);
+        let x = xq.as_str();
+        let w = self.weight(
             &format!("{name}.weight"),
             &[cout, cin / groups, k, k],
             gain * (2.0 / fan_in as f64).sqrt(),
+            0,
         );
         let b = self.random(&format!("{name}.bias"), &[cout], 0.05);
         let p = k / 2;
@@ -177,7 +283,9 @@ impl Net {
         bias: &[f32],
     ) -> String {
         let name = self.fresh("conv");
-        let w = self.random(&format!("{name}.weight"), &[cout, cin, k, k], std);
+        let xq = self.qdq(x);
+        let x = xq.as_str();
+        let w = self.weight(&format!("{name}.weight"), &[cout, cin, k, k], std, 0);
         let b = self.constant(&format!("{name}.bias"), &[cout], bias);
         let mut n = node(
             "Conv",
@@ -220,13 +328,15 @@ impl Net {
     /// A fully connected layer as MatMul + Add (not Gemm: tract 0.23 mistypes an FP16
     /// Gemm's output as FP32, "Output mismatch after rewiring expansion").
     pub fn linear(&mut self, x: &str, name: &str, cin: i64, cout: i64) -> String {
-        let w = self.random(
+        let xq = self.qdq(x);
+        let w = self.weight(
             &format!("{name}.weight"),
             &[cin, cout],
             (1.0 / cin as f64).sqrt(),
+            1,
         );
         let b = self.random(&format!("{name}.bias"), &[cout], 0.01);
-        let y = self.op("MatMul", &[x, &w], vec![]);
+        let y = self.op("MatMul", &[&xq, &w], vec![]);
         self.add(&y, &b)
     }
 

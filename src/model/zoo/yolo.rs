@@ -96,10 +96,19 @@ impl Yolo {
 }
 
 /// YOLOv8 at `scale` with `classes` classes for a square `size` input.
-pub fn yolov8(name: &str, dt: DataType, scale: Scale, classes: i64, size: i64) -> ModelProto {
+pub fn yolov8(
+    name: &str,
+    dt: DataType,
+    quant: Option<super::Calibration>,
+    scale: Scale,
+    classes: i64,
+    size: i64,
+) -> ModelProto {
     let (depth, width, max_ch) = scale.multiples();
+    let mut net = Net::new(name, dt);
+    net.quant = quant;
     let mut y = Yolo {
-        n: Net::new(name, dt),
+        n: net,
         depth,
         width,
         max_ch,
