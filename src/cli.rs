@@ -141,8 +141,9 @@ pub struct RunArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Run the task pipeline (decode, pre-process, model, post-process) on this image
-    /// (repeatable): top-k classes or detections, with per-stage times.
+    /// Run the task pipeline (decode, pre-process, model, post-process) on this image, or
+    /// every JPEG/PNG in this folder (repeatable): top-k classes or detections, with
+    /// per-stage times.
     #[arg(long = "image", value_name = "FILE")]
     pub images: Vec<PathBuf>,
     /// Run the forecasting pipeline on this load series (CSV).

@@ -202,6 +202,53 @@ fn bad_task_inputs_are_clear_errors() {
     ]);
     assert_eq!(code, 2);
     assert!(e.contains("takes --series"), "{e}");
+    // A batch that fails part way: the report keeps the images done, marked incomplete.
+    let (_s, imgs) = set("substation");
+    let partial = dir.path().join("partial.json");
+    let (code, _, e) = run_json(&[
+        "run",
+        "--model",
+        "mobilenetv2-meter-int8",
+        "--image",
+        imgs[0].to_str().unwrap(),
+        "--image",
+        corrupt.to_str().unwrap(),
+        "--output",
+        partial.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        e.contains("1 of 2 files done") && e.contains("complete: false"),
+        "{e}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&partial).unwrap()).unwrap();
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1);
+    assert!(v["error"].as_str().unwrap().contains("corrupt.jpg"));
+    // An empty folder is an error; a folder of images runs them all.
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, e) = run_json(&[
+        "run",
+        "--model",
+        "mobilenetv2-meter-int8",
+        "--image",
+        empty.path().to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(e.contains("holds no .jpg/.jpeg/.png image"), "{e}");
+    let folder = imgs[0].parent().unwrap();
+    let (code, v, e) = run_json(&[
+        "run",
+        "--model",
+        "mobilenetv2-meter-int8",
+        "--image",
+        folder.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{e}");
+    assert_eq!(v["runs"].as_array().unwrap().len(), 8);
+    assert_eq!(v["complete"], true);
+
     let missing = dir.path().join("nope.jpg");
     let (code, _, e) = run_json(&[
         "run",

@@ -411,7 +411,37 @@ pub struct TaskReport {
     pub task: crate::model::zoo::Task,
     pub session: SessionInfo,
     pub load: LoadTimings,
+    /// False when a file of the batch failed: `runs` then holds the ones before it.
+    pub complete: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub runs: Vec<crate::task::TaskRun>,
+}
+
+/// `--image` arguments with folders expanded to their JPEG/PNG files (sorted).
+fn image_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for a in args {
+        if a.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(a)
+                .map_err(|e| anyhow::anyhow!("cannot read folder '{}': {e}", a.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                        matches!(e.to_ascii_lowercase().as_str(), "jpg" | "jpeg" | "png")
+                    })
+                })
+                .collect();
+            if v.is_empty() {
+                bail!("folder '{}' holds no .jpg/.jpeg/.png image", a.display());
+            }
+            v.sort();
+            out.extend(v);
+        } else {
+            out.push(a.clone());
+        }
+    }
+    Ok(out)
 }
 
 fn run_task(args: &RunArgs, model: &Path) -> anyhow::Result<Outcome> {
@@ -474,11 +504,18 @@ fn run_task(args: &RunArgs, model: &Path) -> anyhow::Result<Outcome> {
     let mut session = backend::load(model, &args.backend.backend, &opts)?;
     let files: Vec<PathBuf> = match &args.series {
         Some(s) => vec![s.clone()],
-        None => args.images.clone(),
+        None => image_files(&args.images)?,
     };
     let mut runs = Vec::with_capacity(files.len());
+    let mut error = None;
     for f in &files {
-        runs.push(crate::task::run(session.as_mut(), &spec, f)?);
+        match crate::task::run(session.as_mut(), &spec, f) {
+            Ok(r) => runs.push(r),
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
     }
     let report = TaskReport {
         schema: "acceval.task/1",
@@ -486,12 +523,29 @@ fn run_task(args: &RunArgs, model: &Path) -> anyhow::Result<Outcome> {
         task,
         session: session.info().clone(),
         load: session.timings().clone(),
+        complete: error.is_none(),
+        error: error.as_ref().map(|e| format!("{e:#}")),
         runs,
     };
+    // What was measured is kept, marked incomplete, before the error is reported.
     if let Some(path) = &args.output {
         let bytes = serde_json::to_vec_pretty(&report)?;
         crate::report::write_atomic(path, &bytes)
             .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", path.display()))?;
+    }
+    if let Some(e) = error {
+        return Err(e.context(format!(
+            "{} of {} files done{}",
+            report.runs.len(),
+            files.len(),
+            args.output
+                .as_ref()
+                .map(|p| format!(
+                    "; the partial report (complete: false) is in {}",
+                    p.display()
+                ))
+                .unwrap_or_default()
+        )));
     }
     let mut out = std::io::stdout().lock();
     if args.json {
