@@ -118,10 +118,14 @@ pub struct RunArgs {
     /// The ONNX model.
     #[arg(long)]
     pub model: PathBuf,
-    /// An input: NAME=FILE.npy, NAME=FILE.npz, or FILE.npz holding arrays named like the
+    /// An input: NAME=FILE.npy, NAME=FILE.npz, NAME=FILE.pb (ONNX TensorProto), or FILE.npz holding arrays named like the
     /// inputs (repeatable). Inputs not given are generated from --seed.
     #[arg(long = "input", value_name = "NAME=FILE")]
     pub inputs: Vec<String>,
+    /// Inputs from a folder or archive: a folder of images (task pipeline), an ONNX
+    /// test_data_set folder (input_K.pb), a folder of NAME.npy files, or an .npz.
+    #[arg(long = "inputs", value_name = "PATH")]
+    pub inputs_path: Option<PathBuf>,
     /// Shape for a generated input with dynamic dims, NAME:DxDxD (repeatable).
     #[arg(long = "shape", value_name = "NAME:SHAPE")]
     pub shapes: Vec<InputShape>,

@@ -463,3 +463,101 @@ fn devices_identifies_this_machine() {
     assert_eq!(code, 0);
     assert!(text.contains("NVIDIA GPUs (NVML)") && text.contains("Backends (--backend)"));
 }
+
+#[test]
+fn inputs_from_folders_archives_and_test_data_sets() {
+    use prost::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.onnx");
+    let g = GraphBuilder::new("g")
+        .input("a", F, &[2, 3])
+        .input("b", F, &[2, 3])
+        .node(node("Add", &["a", "b"], &["y"], vec![]))
+        .output("y", F, &[2, 3]);
+    std::fs::write(&model, g.encode(17)).unwrap();
+    let m = model.to_str().unwrap();
+    let sum_of = |out: &str| -> f64 {
+        let v: serde_json::Value = serde_json::from_str(out).unwrap();
+        v["outputs"][0]["mean"].as_f64().unwrap()
+    };
+    // An ONNX test_data_set folder: input_0.pb is a = 1, input_1.pb is b = 2 → mean 3.
+    let set = dir.path().join("case").join("test_data_set_0");
+    std::fs::create_dir_all(&set).unwrap();
+    for (k, (name, v)) in [("a", 1f32), ("b", 2f32)].iter().enumerate() {
+        let t = acceval::model::build::tensor_raw(name, F, &[2, 3], v.to_le_bytes().repeat(6));
+        std::fs::write(set.join(format!("input_{k}.pb")), t.encode_to_vec()).unwrap();
+    }
+    let case = dir.path().join("case");
+    let (code, out, e) = acceval(&[
+        "run",
+        "--model",
+        m,
+        "--inputs",
+        case.to_str().unwrap(),
+        "--runs",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{e}");
+    assert_eq!(sum_of(&out), 3.0);
+    // A folder of NAME.npy files.
+    let npys = dir.path().join("npys");
+    std::fs::create_dir_all(&npys).unwrap();
+    for (name, v) in [("a", 5f32), ("b", 6f32)] {
+        let arr = ndarray::ArrayD::from_elem(vec![2, 3], v);
+        ndarray_npy::WriteNpyExt::write_npy(
+            &arr,
+            std::fs::File::create(npys.join(format!("{name}.npy"))).unwrap(),
+        )
+        .unwrap();
+    }
+    let (code, out, e) = acceval(&[
+        "run",
+        "--model",
+        m,
+        "--inputs",
+        npys.to_str().unwrap(),
+        "--runs",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{e}");
+    assert_eq!(sum_of(&out), 11.0);
+    // An .npz archive.
+    let npz = dir.path().join("in.npz");
+    io::write_npz(
+        &npz,
+        &[
+            HostTensor {
+                name: "a".into(),
+                data: TensorData::F32(ndarray::ArrayD::from_elem(vec![2, 3], 0.5)),
+            },
+            HostTensor {
+                name: "b".into(),
+                data: TensorData::F32(ndarray::ArrayD::from_elem(vec![2, 3], 0.25)),
+            },
+        ],
+    )
+    .unwrap();
+    let (code, out, e) = acceval(&[
+        "run",
+        "--model",
+        m,
+        "--inputs",
+        npz.to_str().unwrap(),
+        "--runs",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{e}");
+    assert_eq!(sum_of(&out), 0.75);
+    // A folder with none of these is an error naming what it looked for.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (code, _, e) = acceval(&["run", "--model", m, "--inputs", empty.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        e.contains("no images, no test_data_set") && e.contains("a.npy, b.npy"),
+        "{e}"
+    );
+}

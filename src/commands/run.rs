@@ -164,10 +164,10 @@ pub fn gather_inputs(
     let mut records = Vec::with_capacity(specs.len());
     for (k, spec) in specs.iter().enumerate() {
         let (data, source) = if let Some((_, p)) = named.iter().find(|(n, _)| n == &spec.name) {
-            let data = if p.extension().is_some_and(|e| e == "npz") {
-                io::read_npz(p, &spec.name)?
-            } else {
-                io::read_npy(p)?
+            let data = match p.extension().and_then(|e| e.to_str()) {
+                Some("npz") => io::read_npz(p, &spec.name)?,
+                Some("pb") => io::read_pb(p)?.1,
+                _ => io::read_npy(p)?,
             };
             (data, format!("file {}", p.display()))
         } else if let Some(p) = archives
@@ -335,13 +335,97 @@ pub fn placement_record(p: Placement, spec: &BackendSpec) -> PlacementRecord {
     }
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<Outcome> {
-    let spec = &args.backend.backend;
+/// What `--inputs PATH` holds.
+enum InputsPath {
+    /// Images: run the task pipeline on them.
+    Images,
+    /// `NAME=FILE` pairs for `gather_inputs`.
+    Files(Vec<String>),
+}
+
+/// Interprets `--inputs PATH`: an `.npz` archive; a folder of images; an ONNX
+/// `test_data_set` folder (or a test folder holding `test_data_set_0`); a folder of
+/// `NAME.npy` files named like the model's inputs.
+fn inputs_path(path: &Path, specs: &[InputSpec]) -> anyhow::Result<InputsPath> {
+    if path.is_file() {
+        return if path.extension().is_some_and(|e| e == "npz") {
+            Ok(InputsPath::Files(vec![path.display().to_string()]))
+        } else {
+            bail!(
+                "--inputs '{}': give a folder or an .npz archive",
+                path.display()
+            )
+        };
+    }
+    if !path.is_dir() {
+        bail!("--inputs '{}' does not exist", path.display());
+    }
+    let has = |ext: &[&str]| {
+        std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .any(|e| {
+                e.path()
+                    .extension()
+                    .and_then(|x| x.to_str())
+                    .is_some_and(|x| ext.contains(&x.to_ascii_lowercase().as_str()))
+            })
+    };
+    let set = if path.join("test_data_set_0").is_dir() {
+        Some(path.join("test_data_set_0"))
+    } else if path.join("input_0.pb").is_file() {
+        Some(path.to_path_buf())
+    } else {
+        None
+    };
+    if let Some(set) = set {
+        // ONNX's convention: input_K.pb is the model's K-th input.
+        return Ok(InputsPath::Files(
+            specs
+                .iter()
+                .enumerate()
+                .map(|(k, s)| format!("{}={}", s.name, set.join(format!("input_{k}.pb")).display()))
+                .collect(),
+        ));
+    }
+    if has(&["jpg", "jpeg", "png"]) {
+        return Ok(InputsPath::Images);
+    }
+    let npy: Vec<String> = specs
+        .iter()
+        .filter_map(|s| {
+            let f = path.join(format!("{}.npy", s.name));
+            f.is_file().then(|| format!("{}={}", s.name, f.display()))
+        })
+        .collect();
+    if npy.is_empty() {
+        bail!(
+            "--inputs '{}' holds no images, no test_data_set and no .npy file named after an input ({})",
+            path.display(),
+            specs
+                .iter()
+                .map(|s| format!("{}.npy", s.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(InputsPath::Files(npy))
+}
+
+pub fn run(mut args: RunArgs) -> anyhow::Result<Outcome> {
     let model = crate::model::zoo::resolve(&args.model)?;
+    let specs = input_specs(&model)?;
+    if let Some(p) = args.inputs_path.clone() {
+        match inputs_path(&p, &specs)? {
+            InputsPath::Images => args.images.push(p),
+            InputsPath::Files(f) => args.inputs.extend(f),
+        }
+    }
     if !args.images.is_empty() || args.series.is_some() {
         return run_task(&args, &model);
     }
-    let specs = input_specs(&model)?;
+    let spec = &args.backend.backend;
     let (inputs, records) = gather_inputs(&specs, &args.inputs, &args.shapes, args.seed)?;
     let shapes = inputs
         .iter()
