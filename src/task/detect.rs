@@ -109,12 +109,12 @@ pub fn decode(
     }
     nms(&boxes, &scores, &cls, p.iou, p.max_det)
         .into_iter()
-        .map(|i| {
+        .filter_map(|i| {
             let b = boxes[i];
             let (x1, y1) = lb.to_original(b[0], b[1]);
             let (x2, y2) = lb.to_original(b[2], b[3]);
             let (w, h) = (lb.orig_w as f64, lb.orig_h as f64);
-            Detection {
+            let d = Detection {
                 class: cls[i],
                 label: labels
                     .get(cls[i])
@@ -125,7 +125,9 @@ pub fn decode(
                 y1: y1.clamp(0.0, h),
                 x2: x2.clamp(0.0, w),
                 y2: y2.clamp(0.0, h),
-            }
+            };
+            // A box that lies wholly in the letterbox padding has no area in the image.
+            (d.x2 > d.x1 && d.y2 > d.y1).then_some(d)
         })
         .collect()
 }
@@ -181,6 +183,14 @@ mod tests {
         ];
         let labels = vec!["insulator".to_string(), "bird nest".to_string()];
         let d = decode(&out, 2, &lb, &labels, &DetectParams::default());
+        // A confident box wholly in the top padding (input y < 140) is dropped.
+        let mut pad = out;
+        pad[4] = 60.0; // anchor 1: cy 60, h 20 → input y 50..70
+        pad[13] = 0.95; // anchor 1, class 0
+        assert_eq!(
+            decode(&pad, 2, &lb, &labels, &DetectParams::default()).len(),
+            2
+        );
         assert_eq!(d.len(), 2);
         assert_eq!((d[0].class, d[0].label.as_str()), (0, "insulator"));
         // (80, 230)-(120, 250) in the input → ((80−0)/0.5, (230−140)/0.5) = (160, 180)…(240, 220).
