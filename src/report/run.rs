@@ -110,7 +110,15 @@ pub fn write_task(out: &mut impl Write, r: &TaskReport) -> std::io::Result<()> {
         "Backend: {} — {} on {}",
         r.session.backend, r.session.engine, r.session.device
     )?;
-    writeln!(out, "Load:    init {}", ms(r.load.init.as_secs_f64() * 1e3))?;
+    let convert = match (r.load.convert, &r.load.convert_note) {
+        (Some(c), _) => ms(c.as_secs_f64() * 1e3),
+        (None, _) => "n/a (inside session creation)".into(),
+    };
+    writeln!(
+        out,
+        "Load:    IR conversion {convert} · graph initialisation {}",
+        ms(r.load.init.as_secs_f64() * 1e3)
+    )?;
     for run in &r.runs {
         writeln!(out)?;
         writeln!(out, "{}", run.input)?;

@@ -24,12 +24,16 @@ pub struct Set {
 pub const SETS: [Set; 4] = [
     Set {
         name: "line-inspection",
-        for_models: &["yolov8n-line", "yolov8n-line-fp16"],
+        for_models: &["yolov8n-line", "yolov8n-line-fp16", "yolov8n-line-int8"],
         description: "transmission lines seen from a drone: sky, towers, conductors, insulator strings, dampers, bird nests; 1920×1080, 6 JPEG + 2 PNG",
     },
     Set {
         name: "line-inspection-hires",
-        for_models: &["yolov8s-line-hires", "yolov8s-line-hires-fp16"],
+        for_models: &[
+            "yolov8s-line-hires",
+            "yolov8s-line-hires-fp16",
+            "yolov8s-line-hires-int8",
+        ],
         description: "the same scenes at 4000×3000 (offline high-resolution inspection), 3 JPEG",
     },
     Set {
@@ -37,14 +41,20 @@ pub const SETS: [Set; 4] = [
         for_models: &[
             "resnet50-substation",
             "resnet50-substation-fp16",
+            "resnet50-substation-int8",
             "mobilenetv2-meter",
             "mobilenetv2-meter-fp16",
+            "mobilenetv2-meter-int8",
         ],
         description: "substation cabinets, dial meters and indicator lamps; 1920×1080, 6 JPEG + 2 PNG",
     },
     Set {
         name: "load-series",
-        for_models: &["lstm-load-forecast", "lstm-load-forecast-fp16"],
+        for_models: &[
+            "lstm-load-forecast",
+            "lstm-load-forecast-fp16",
+            "lstm-load-forecast-int8",
+        ],
         description: "28 days of 15-minute load (MW), temperature and humidity with daily and weekly cycles and noise (CSV)",
     },
 ];
