@@ -1,8 +1,6 @@
 //! The text view of `acceval conformance`.
 
-use std::io::{IsTerminal, Write};
-
-use comfy_table::{CellAlignment, Table, presets};
+use std::io::Write;
 
 use crate::conformance::{Report, Status};
 
@@ -26,13 +24,7 @@ pub fn write_text(out: &mut impl Write, r: &Report, failures: bool) -> std::io::
         "Match:   |actual − expected| <= {} + {}·|expected| (NaN = NaN)\n",
         r.atol, r.rtol
     )?;
-    let mut t = Table::new();
-    t.load_style(if std::io::stdout().is_terminal() {
-        presets::UTF8_FULL_CONDENSED
-    } else {
-        presets::ASCII_MARKDOWN
-    });
-    t.set_header(vec!["operator", "cases", "loaded", "ran", "passed"]);
+    let mut t = super::table(&["operator", "cases", "loaded", "ran", "passed"]);
     for (op, c) in &r.by_op {
         t.add_row(vec![
             op.clone(),
@@ -50,11 +42,7 @@ pub fn write_text(out: &mut impl Write, r: &Report, failures: bool) -> std::io::
         c.ran.to_string(),
         c.passed.to_string(),
     ]);
-    for i in 1..5 {
-        if let Some(col) = t.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
+    super::right(&mut t, &[1, 2, 3, 4]);
     writeln!(out, "{t}\n")?;
     writeln!(
         out,

@@ -3,11 +3,9 @@
 //! Tables use box-drawing characters on a terminal and Markdown when stdout is piped, so
 //! `acceval inspect m.onnx > m.md` gives a readable document. No colour is used.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
-use comfy_table::{Cell, CellAlignment, Table, presets};
-
-use super::thousands;
+use super::{right, table, thousands};
 use crate::model::Analysis;
 use crate::model::shape::shape_str;
 
@@ -23,25 +21,6 @@ pub struct TableOptions {
 pub fn write_json(out: &mut impl Write, a: &Analysis) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, a)?;
     writeln!(out)
-}
-
-fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    if std::io::stdout().is_terminal() {
-        t.load_style(presets::UTF8_FULL_CONDENSED);
-    } else {
-        t.load_style(presets::ASCII_MARKDOWN);
-    }
-    t.set_header(header.iter().map(Cell::new));
-    t
-}
-
-fn right(t: &mut Table, cols: &[usize]) {
-    for &c in cols {
-        if let Some(col) = t.column_mut(c) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
 }
 
 fn opt_shape(s: &Option<Vec<crate::model::shape::Dim>>) -> String {

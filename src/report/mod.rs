@@ -7,8 +7,31 @@ pub mod inspect;
 pub mod run;
 pub mod zoo;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
+
+use comfy_table::{Cell, CellAlignment, Table, presets};
+
+/// A table with `header`: box-drawing on a terminal, Markdown when stdout is piped.
+pub fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    if std::io::stdout().is_terminal() {
+        t.load_style(presets::UTF8_FULL_CONDENSED);
+    } else {
+        t.load_style(presets::ASCII_MARKDOWN);
+    }
+    t.set_header(header.iter().map(Cell::new));
+    t
+}
+
+/// Right-aligns the numeric columns `cols`.
+pub fn right(t: &mut Table, cols: &[usize]) {
+    for &c in cols {
+        if let Some(col) = t.column_mut(c) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+}
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename,
 /// so a reader never sees a half-written file.

@@ -1,21 +1,13 @@
 //! The text view of `acceval zoo list`.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::Path;
-
-use comfy_table::{CellAlignment, Table, presets};
 
 use crate::model::zoo::{Manifest, file_matches};
 use crate::report::thousands;
 
 pub fn write_list(out: &mut impl Write, m: &Manifest, dir: &Path) -> std::io::Result<()> {
-    let mut t = Table::new();
-    t.load_style(if std::io::stdout().is_terminal() {
-        presets::UTF8_FULL_CONDENSED
-    } else {
-        presets::ASCII_MARKDOWN
-    });
-    t.set_header(vec![
+    let mut t = super::table(&[
         "model", "scenario", "task", "input", "params", "MACs", "MB", "file",
     ]);
     for x in &m.models {
@@ -48,11 +40,7 @@ pub fn write_list(out: &mut impl Write, m: &Manifest, dir: &Path) -> std::io::Re
             state.to_string(),
         ]);
     }
-    for c in [4, 5, 6] {
-        if let Some(col) = t.column_mut(c) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
+    super::right(&mut t, &[4, 5, 6]);
     writeln!(out, "{t}")?;
     writeln!(
         out,
