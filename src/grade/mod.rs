@@ -44,9 +44,51 @@ pub fn size_level(value: f64) -> Option<Level> {
     Some(Level::C4)
 }
 
+/// Upper bounds (exclusive) of Table 3: the strictest level whose bound the MSE is under.
+pub const ACCURACY_LADDER: [(f64, Level); 4] = [
+    (0.01, Level::C4),
+    (0.1, Level::C3),
+    (1.0, Level::C2),
+    (10.0, Level::C1),
+];
+
+/// Level of Table 3 for an output MSE; `None` when even C1 (< 10) is missed or the MSE is
+/// NaN (a NaN or Inf output fails whatever the MSE).
+pub fn accuracy_level(mse: f64) -> Option<Level> {
+    if mse.is_nan() {
+        return None;
+    }
+    ACCURACY_LADDER
+        .iter()
+        .find(|(bound, _)| mse < *bound)
+        .map(|(_, l)| *l)
+}
+
+/// Whether an achieved Table 3 level meets a required one (C4 is the strictest, so a
+/// requirement of C3 is met by C3 or C4).
+pub fn accuracy_meets(achieved: Option<Level>, required: Level) -> bool {
+    achieved.is_some_and(|a| a >= required)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accuracy_table_3() {
+        assert_eq!(accuracy_level(0.0), Some(Level::C4));
+        assert_eq!(accuracy_level(0.009_999), Some(Level::C4));
+        assert_eq!(accuracy_level(0.01), Some(Level::C3));
+        assert_eq!(accuracy_level(0.5), Some(Level::C2));
+        assert_eq!(accuracy_level(1.0), Some(Level::C1));
+        assert_eq!(accuracy_level(9.99), Some(Level::C1));
+        assert_eq!(accuracy_level(10.0), None);
+        assert_eq!(accuracy_level(f64::NAN), None);
+        assert!(accuracy_meets(Some(Level::C4), Level::C3));
+        assert!(accuracy_meets(Some(Level::C3), Level::C3));
+        assert!(!accuracy_meets(Some(Level::C2), Level::C3));
+        assert!(!accuracy_meets(None, Level::C1));
+    }
 
     #[test]
     fn ladder_boundaries() {

@@ -1,0 +1,70 @@
+//! Accuracy metrics against numpy (float64) on random data, up to 10^8 elements, where a
+//! naive f32 running sum goes wrong.
+
+use acceval::accuracy::{io, metrics};
+
+const NUMPY: &str = r#"
+import sys, json, numpy as np
+n, out = int(sys.argv[1]), sys.argv[2]
+rng = np.random.default_rng(n)
+y = rng.standard_normal(n, dtype=np.float32) * 3 + 1
+x = y + rng.standard_normal(n, dtype=np.float32) * np.float32(0.01)
+np.save(out + "/x.npy", x); np.save(out + "/y.npy", y)
+x64, y64 = x.astype(np.float64), y.astype(np.float64)
+d = x64 - y64
+naive_mse = float(np.cumsum(np.square((x - y)), dtype=np.float32)[-1] / np.float32(n))
+print(json.dumps({
+  "mse": float(np.mean(d * d)), "max_abs_error": float(np.max(np.abs(d))),
+  "rel_l2_error": float(np.linalg.norm(d) / np.linalg.norm(y64)),
+  "cosine": float(np.dot(x64, y64) / (np.linalg.norm(x64) * np.linalg.norm(y64))),
+  "naive_f32_mse": naive_mse}))
+"#;
+
+#[test]
+fn metrics_match_numpy_float64() {
+    let py = std::env::var("ACCEVAL_PYTHON").unwrap_or_else(|_| "python3".into());
+    if !std::process::Command::new(&py)
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
+            panic!("ACCEVAL_REQUIRE_PYTHON=1 but '{py}' has no numpy");
+        }
+        eprintln!("SKIPPED: numpy comparison (pip install numpy)");
+        return;
+    }
+    for n in [1_000usize, 100_000_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = std::process::Command::new(&py)
+            .args(["-c", NUMPY, &n.to_string(), dir.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let want: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let x = io::read_npy(&dir.path().join("x.npy")).unwrap();
+        let y = io::read_npy(&dir.path().join("y.npy")).unwrap();
+        let m = metrics::metrics(&x, &y).unwrap();
+        assert_eq!(m.elements, n as u64);
+        let close = |got: f64, key: &str| {
+            let w = want[key].as_f64().unwrap();
+            let rel = (got - w).abs() / w.abs().max(1e-300);
+            eprintln!("n={n} {key}: acceval {got:.12e} numpy {w:.12e} (rel {rel:.1e})");
+            assert!(rel < 1e-9, "n={n} {key}: {got} vs numpy {w}");
+        };
+        close(m.mse, "mse");
+        close(m.max_abs_error, "max_abs_error");
+        close(m.rel_l2_error, "rel_l2_error");
+        close(m.cosine, "cosine");
+        if n == 100_000_000 {
+            // The naive float32 running sum is far off at this size; ours is not.
+            let naive = want["naive_f32_mse"].as_f64().unwrap();
+            let naive_rel = (naive - m.mse).abs() / m.mse;
+            eprintln!("n={n}: naive float32 running-sum MSE {naive:.6e} is off by {naive_rel:.1e}");
+            assert!(
+                naive_rel > 1e-3,
+                "expected the f32 sum to drift, got {naive_rel}"
+            );
+        }
+    }
+}
