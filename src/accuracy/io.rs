@@ -54,13 +54,7 @@ pub fn read_npy(path: &Path) -> Result<TensorData, IoError> {
             }
         };
     }
-    try_type!(f32, F32);
-    try_type!(f64, F64);
-    try_type!(i64, I64);
-    try_type!(i32, I32);
-    try_type!(i8, I8);
-    try_type!(u8, U8);
-    try_type!(bool, Bool);
+    crate::for_each_io_type!(try_type);
     let reason = match ArrayD::<f32>::read_npy(BufReader::new(open(path)?)) {
         Err(e) => e.to_string(),
         Ok(_) => "unknown".into(),
@@ -109,13 +103,7 @@ pub fn read_npz(path: &Path, name: &str) -> Result<TensorData, IoError> {
             }
         };
     }
-    try_type!(f32, F32);
-    try_type!(f64, F64);
-    try_type!(i64, I64);
-    try_type!(i32, I32);
-    try_type!(i8, I8);
-    try_type!(u8, U8);
-    try_type!(bool, Bool);
+    crate::for_each_io_type!(try_type);
     Err(IoError::Npz {
         path: path.to_path_buf(),
         reason: format!("array '{name}' is not of a supported type ({SUPPORTED_IO_TYPES})"),

@@ -36,6 +36,21 @@ macro_rules! with_array {
     };
 }
 
+/// Invokes `$m!(rust_type, Variant)` for every element type acceval exchanges, in the order
+/// files are tried when their type is not known beforehand.
+#[macro_export]
+macro_rules! for_each_io_type {
+    ($m:ident) => {
+        $m!(f32, F32);
+        $m!(f64, F64);
+        $m!(i64, I64);
+        $m!(i32, I32);
+        $m!(i8, I8);
+        $m!(u8, U8);
+        $m!(bool, Bool);
+    };
+}
+
 impl TensorData {
     pub fn dtype(&self) -> DataType {
         match self {
