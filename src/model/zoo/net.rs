@@ -362,9 +362,12 @@ impl Net {
         if self.dt == DataType::FLOAT {
             name.to_string()
         } else {
-            self.op(
+            // Named apart from the counter: the layers after it must get the same names,
+            // and so the same seeded weights, as in the FP32 variant.
+            self.op_named(
                 "Cast",
                 &[name],
+                &format!("{name}.cast"),
                 vec![attr("to", Attr::Int(self.dt.0 as i64))],
             )
         }
