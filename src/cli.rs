@@ -36,6 +36,87 @@ pub enum Command {
     Zoo(ZooArgs),
     /// Input sets: deterministic synthetic scenes (JPEG/PNG) and load series (CSV).
     Inputs(InputsArgs),
+    /// Compute the FP32 model's reference outputs on the CPU for every input of its input
+    /// set (ONNX test-data layout + manifest), cross-checked on the second CPU engine.
+    Reference(ReferenceArgs),
+    /// Grade a backend's outputs against the FP32 CPU reference (§6.2 i, Table 3): MSE,
+    /// max abs error, relative L2, cosine per output and per input; decision agreement.
+    Accuracy(AccuracyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    /// The FP32 model: a zoo name (its input set is used) or an ONNX file.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The CPU engine that computes the reference: cpu (tract) or ort:cpu; the other one
+    /// cross-checks it.
+    #[arg(long, default_value = "cpu", value_name = "BACKEND")]
+    pub backend: BackendSpec,
+    /// Intra-op threads (ONNX Runtime; tract runs on one thread).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// The inputs: a folder of images or a CSV series (pre-processed by the task pipeline),
+    /// an ONNX test_data_set folder (or a folder of them), or an .npz. Default: the zoo
+    /// model's input set; for other models, --count seeded inputs.
+    #[arg(long = "inputs", value_name = "PATH")]
+    pub inputs: Option<PathBuf>,
+    /// The task of a model that is not in the zoo (to pre-process images or a series).
+    #[arg(long, value_enum)]
+    pub task: Option<crate::model::zoo::Task>,
+    /// Seeded inputs to generate when there is no input set (uniform [0, 1)).
+    #[arg(long, default_value_t = 4)]
+    pub count: usize,
+    /// Seed of generated inputs (input set k, model input j uses seed + 1000·k + j).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where to write it [default: reference_outputs/<model>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Do not cross-check on the second CPU engine (recorded in the manifest).
+    #[arg(long)]
+    pub no_cross_check: bool,
+    /// Print the manifest as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AccuracyArgs {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// The model under test: a zoo name with its variant (resnet50-substation@int8,
+    /// yolov8n-line-fp16) or an ONNX file (then --reference is needed).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The FP32 reference [default for zoo models: reference_outputs/<model>, computed on
+    /// the first use].
+    #[arg(long, value_name = "DIR")]
+    pub reference: Option<PathBuf>,
+    /// The Table 3 level required (C1..C4, C4 strictest): the verdict PASS/FAIL, exit 1 on FAIL.
+    #[arg(long, value_name = "LEVEL")]
+    pub require: Option<crate::grade::Level>,
+    /// Grade the zoo model's FP32, FP16 and INT8 variants and print one table.
+    #[arg(long)]
+    pub all_precisions: bool,
+    /// Use only the first N inputs of the reference (the report says so).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// The task of a model that is not in the zoo (for decision agreement).
+    #[arg(long, value_enum)]
+    pub task: Option<crate::model::zoo::Task>,
+    /// Score threshold of detection post-processing (decision agreement).
+    #[arg(long, default_value_t = 0.25)]
+    pub conf: f32,
+    /// IoU threshold of non-maximum suppression (decision agreement).
+    #[arg(long, default_value_t = 0.45)]
+    pub iou: f64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON report to this file (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -44,5 +44,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Conformance(args) => commands::conformance::run(args),
         cli::Command::Zoo(args) => commands::zoo::run(args),
         cli::Command::Inputs(args) => commands::inputs::run(args),
+        cli::Command::Reference(args) => commands::reference::run(args),
+        cli::Command::Accuracy(args) => commands::accuracy::run(args),
     }
 }

@@ -88,35 +88,6 @@ fn attention() -> GraphBuilder {
         .output("y", F, &[2, 4, 8])
 }
 
-/// Runs `acceval ARGS`; returns (exit code, stdout, stderr).
-fn acceval(args: &[&str]) -> (i32, String, String) {
-    let out = bin().args(args).output().expect("run acceval");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Whether ONNX Runtime can be loaded here (else a visible skip, or a failure in CI).
-fn ort_available() -> bool {
-    let (code, out, _) = acceval(&["devices", "--json"]);
-    assert_eq!(code, 0);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let ok = v["onnxruntime"]["library"].is_object();
-    if !ok {
-        let why = v["onnxruntime"]["not_found"]
-            .as_str()
-            .unwrap_or("?")
-            .to_string();
-        if std::env::var("ACCEVAL_REQUIRE_ORT").as_deref() == Ok("1") {
-            panic!("ONNX Runtime required (ACCEVAL_REQUIRE_ORT=1) but not found: {why}");
-        }
-        eprintln!("SKIPPED: ONNX Runtime not found ({why})");
-    }
-    ok
-}
-
 fn seeded_inputs(g: &GraphBuilder, seed: u64) -> Vec<HostTensor> {
     g.graph
         .input

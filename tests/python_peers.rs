@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-const SKIPPED: &str =
-    "SKIPPED: python with onnx+onnxruntime not found (pip install onnx onnxruntime numpy)";
+mod common;
+use common::python;
 
 const MODELS: [&str; 7] = [
     "cnn_fp32.onnx",
@@ -37,27 +37,6 @@ const CNN_MACS: u64 = 516_176;
 
 /// Quantized weight elements of the CNN: 8·3·3·3 + 16·8·3·3 + 5·16 = 216 + 1,152 + 80.
 const CNN_WEIGHTS: u64 = 1_448;
-
-fn python() -> Option<String> {
-    let py = std::env::var("ACCEVAL_PYTHON").unwrap_or_else(|_| "python3".into());
-    let out = std::process::Command::new(&py)
-        .args(["-c", "import onnx, onnxruntime, numpy"])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(py),
-        other => {
-            let why = match other {
-                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
-                Err(e) => e.to_string(),
-            };
-            if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
-                panic!("{SKIPPED} (ACCEVAL_REQUIRE_PYTHON=1; tried '{py}': {why})");
-            }
-            eprintln!("{SKIPPED} (tried '{py}': {why})");
-            None
-        }
-    }
-}
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/make_peer_models.py")

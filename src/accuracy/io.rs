@@ -235,6 +235,48 @@ pub fn read_pb(path: &Path) -> Result<(String, TensorData), IoError> {
     Ok((t.name.clone(), data))
 }
 
+/// Converts host data into a `TensorProto` (little-endian `raw_data`, as ONNX's
+/// `numpy_helper.from_array` writes it).
+pub fn tensor_to_proto(name: &str, data: &TensorData) -> TensorProto {
+    let mut raw: Vec<u8> = Vec::with_capacity(data.len() * 8);
+    match data {
+        TensorData::F32(a) => a
+            .iter()
+            .for_each(|v| raw.extend_from_slice(&v.to_le_bytes())),
+        TensorData::F64(a) => a
+            .iter()
+            .for_each(|v| raw.extend_from_slice(&v.to_le_bytes())),
+        TensorData::I64(a) => a
+            .iter()
+            .for_each(|v| raw.extend_from_slice(&v.to_le_bytes())),
+        TensorData::I32(a) => a
+            .iter()
+            .for_each(|v| raw.extend_from_slice(&v.to_le_bytes())),
+        TensorData::I8(a) => a
+            .iter()
+            .for_each(|v| raw.extend_from_slice(&v.to_le_bytes())),
+        TensorData::U8(a) => raw.extend(a.iter()),
+        TensorData::Bool(a) => raw.extend(a.iter().map(|&b| b as u8)),
+    }
+    TensorProto {
+        name: name.to_string(),
+        data_type: data.dtype().0,
+        dims: data.shape().iter().map(|&d| d as i64).collect(),
+        raw_data: Bytes::from(raw),
+        ..Default::default()
+    }
+}
+
+/// Writes a serialised `TensorProto` (`output_0.pb`) atomically; returns its bytes.
+pub fn write_pb(path: &Path, name: &str, data: &TensorData) -> Result<Vec<u8>, IoError> {
+    let bytes = tensor_to_proto(name, data).encode_to_vec();
+    crate::report::write_atomic(path, &bytes).map_err(|e| IoError::Write {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,5 +342,29 @@ mod tests {
             ..Default::default()
         };
         assert!(tensor_from_proto(&bad).is_err());
+    }
+
+    #[test]
+    fn pb_write_read_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        for (k, d) in [
+            TensorData::F32(ArrayD::from_shape_vec(vec![1, 3], vec![1.5, -0.0, 3e-39]).unwrap()),
+            TensorData::I64(ArrayD::from_shape_vec(vec![2], vec![i64::MIN, 7]).unwrap()),
+            TensorData::Bool(ArrayD::from_shape_vec(vec![2, 1], vec![true, false]).unwrap()),
+            TensorData::I8(ArrayD::from_shape_vec(vec![], vec![-3]).unwrap()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let p = dir.path().join(format!("t{k}.pb"));
+            write_pb(&p, "t", &d).unwrap();
+            assert_eq!(read_pb(&p).unwrap(), ("t".to_string(), d));
+        }
+        // A truncated file names itself.
+        let p = dir.path().join("t0.pb");
+        let b = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &b[..b.len() - 3]).unwrap();
+        let e = read_pb(&p).unwrap_err().to_string();
+        assert!(e.contains("t0.pb"), "{e}");
     }
 }

@@ -25,6 +25,9 @@ pub struct ErrorMetrics {
     /// NaN / Inf values in the actual output (any of them fails the grading).
     pub nan_count: u64,
     pub inf_count: u64,
+    /// Flat (row-major) index of the first NaN / Inf, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_nonfinite: Option<u64>,
 }
 
 /// Why two tensors cannot be compared.
@@ -42,64 +45,108 @@ pub enum MetricError {
     },
 }
 
+/// Running sums of the metrics, so outputs can be pooled over several inputs (the sums
+/// add; the ratios are formed at the end).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Accumulator {
+    n: u64,
+    sq: f64,
+    max: f64,
+    xx: f64,
+    yy: f64,
+    xy: f64,
+    nan: u64,
+    inf: u64,
+    first_nonfinite: Option<u64>,
+}
+
+impl Accumulator {
+    #[inline]
+    pub fn push(&mut self, x: f64, y: f64) {
+        let i = self.n;
+        self.n += 1;
+        if !x.is_finite() {
+            if x.is_nan() {
+                self.nan += 1;
+            } else {
+                self.inf += 1;
+            }
+            self.first_nonfinite.get_or_insert(i);
+            return;
+        }
+        let d = x - y;
+        self.sq += d * d;
+        self.max = self.max.max(d.abs());
+        self.xx += x * x;
+        self.yy += y * y;
+        self.xy += x * y;
+    }
+
+    /// Adds another accumulator's sums (its element indices follow this one's).
+    pub fn merge(&mut self, o: &Accumulator) {
+        if self.first_nonfinite.is_none() {
+            self.first_nonfinite = o.first_nonfinite.map(|i| i + self.n);
+        }
+        self.n += o.n;
+        self.sq += o.sq;
+        self.max = self.max.max(o.max);
+        self.xx += o.xx;
+        self.yy += o.yy;
+        self.xy += o.xy;
+        self.nan += o.nan;
+        self.inf += o.inf;
+    }
+
+    pub fn finish(&self) -> ErrorMetrics {
+        let (n, sq, yy, xx, xy) = (self.n, self.sq, self.yy, self.xx, self.xy);
+        let rel = if yy > 0.0 {
+            (sq / yy).sqrt()
+        } else if sq > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+        let cosine = if xx > 0.0 && yy > 0.0 {
+            xy / (xx.sqrt() * yy.sqrt())
+        } else if xx == 0.0 && yy == 0.0 {
+            1.0
+        } else {
+            0.0
+        };
+        let bad = self.nan + self.inf > 0;
+        ErrorMetrics {
+            elements: n,
+            mse: if bad {
+                f64::NAN
+            } else if n > 0 {
+                sq / n as f64
+            } else {
+                0.0
+            },
+            max_abs_error: if bad { f64::NAN } else { self.max },
+            rel_l2_error: if bad { f64::NAN } else { rel },
+            cosine: if bad { f64::NAN } else { cosine },
+            nan_count: self.nan,
+            inf_count: self.inf,
+            first_nonfinite: self.first_nonfinite,
+        }
+    }
+}
+
 /// Metrics over two equally long sequences of values.
 pub fn metrics_of(
     actual: impl Iterator<Item = f64>,
     reference: impl Iterator<Item = f64>,
 ) -> ErrorMetrics {
-    let (mut n, mut sq, mut max, mut xx, mut yy, mut xy) = (0u64, 0f64, 0f64, 0f64, 0f64, 0f64);
-    let (mut nan, mut inf) = (0u64, 0u64);
+    let mut acc = Accumulator::default();
     for (x, y) in actual.zip(reference) {
-        n += 1;
-        if x.is_nan() {
-            nan += 1;
-            continue;
-        }
-        if x.is_infinite() {
-            inf += 1;
-            continue;
-        }
-        let d = x - y;
-        sq += d * d;
-        max = max.max(d.abs());
-        xx += x * x;
-        yy += y * y;
-        xy += x * y;
+        acc.push(x, y);
     }
-    let rel = if yy > 0.0 {
-        (sq / yy).sqrt()
-    } else if sq > 0.0 {
-        f64::INFINITY
-    } else {
-        0.0
-    };
-    let cosine = if xx > 0.0 && yy > 0.0 {
-        xy / (xx.sqrt() * yy.sqrt())
-    } else if xx == 0.0 && yy == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
-    let bad = nan + inf > 0;
-    ErrorMetrics {
-        elements: n,
-        mse: if bad {
-            f64::NAN
-        } else if n > 0 {
-            sq / n as f64
-        } else {
-            0.0
-        },
-        max_abs_error: if bad { f64::NAN } else { max },
-        rel_l2_error: if bad { f64::NAN } else { rel },
-        cosine: if bad { f64::NAN } else { cosine },
-        nan_count: nan,
-        inf_count: inf,
-    }
+    acc.finish()
 }
 
-/// Metrics of `actual` against `reference`: same shape and element type, or an error.
-pub fn metrics(actual: &TensorData, reference: &TensorData) -> Result<ErrorMetrics, MetricError> {
+/// Sums of `actual` against `reference`: same shape and element type, or an error.
+pub fn accumulate(actual: &TensorData, reference: &TensorData) -> Result<Accumulator, MetricError> {
     if actual.shape() != reference.shape() {
         return Err(MetricError::Shape {
             actual: actual.shape().to_vec(),
@@ -112,12 +159,25 @@ pub fn metrics(actual: &TensorData, reference: &TensorData) -> Result<ErrorMetri
             reference: reference.dtype().name(),
         });
     }
-    Ok(match (actual, reference) {
+    let mut acc = Accumulator::default();
+    match (actual, reference) {
         (TensorData::F32(a), TensorData::F32(b)) => {
-            metrics_of(a.iter().map(|&v| v as f64), b.iter().map(|&v| v as f64))
+            for (&x, &y) in a.iter().zip(b.iter()) {
+                acc.push(x as f64, y as f64);
+            }
         }
-        _ => metrics_of(actual.to_f64().into_iter(), reference.to_f64().into_iter()),
-    })
+        _ => {
+            for (x, y) in actual.to_f64().into_iter().zip(reference.to_f64()) {
+                acc.push(x, y);
+            }
+        }
+    }
+    Ok(acc)
+}
+
+/// Metrics of `actual` against `reference`: same shape and element type, or an error.
+pub fn metrics(actual: &TensorData, reference: &TensorData) -> Result<ErrorMetrics, MetricError> {
+    Ok(accumulate(actual, reference)?.finish())
 }
 
 #[cfg(test)]
@@ -158,6 +218,19 @@ mod tests {
         let m = metrics(&f(&[f32::NAN, f32::INFINITY, 1.0]), &f(&[0.0, 0.0, 1.0])).unwrap();
         assert_eq!((m.nan_count, m.inf_count), (1, 1));
         assert!(m.mse.is_nan());
+        assert_eq!(m.first_nonfinite, Some(0));
+    }
+
+    #[test]
+    fn pooled_sums_equal_one_pass() {
+        let (a, b) = (f(&[1.0, 2.0, 3.0, 4.0]), f(&[1.5, 2.0, 2.0, 4.5]));
+        let whole = metrics(&a, &b).unwrap();
+        let mut acc = accumulate(&f(&[1.0, 2.0]), &f(&[1.5, 2.0])).unwrap();
+        acc.merge(&accumulate(&f(&[3.0, 4.0]), &f(&[2.0, 4.5])).unwrap());
+        assert_eq!(acc.finish(), whole);
+        let mut acc = accumulate(&f(&[1.0]), &f(&[1.0])).unwrap();
+        acc.merge(&accumulate(&f(&[2.0, f32::NAN]), &f(&[2.0, 0.0])).unwrap());
+        assert_eq!(acc.finish().first_nonfinite, Some(2));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Accuracy: tensor files (NumPy and ONNX test-data formats) and comparisons of outputs
 //! against references. Table 3 grading builds on `compare`.
 
+pub mod agreement;
 pub mod compare;
 pub mod io;
 pub mod metrics;
+pub mod reference;

@@ -1,8 +1,10 @@
 //! One module per subcommand: validate arguments, call the library, print a view.
 
+pub mod accuracy;
 pub mod conformance;
 pub mod devices;
 pub mod inputs;
 pub mod inspect;
+pub mod reference;
 pub mod run;
 pub mod zoo;

@@ -27,6 +27,19 @@ impl std::fmt::Display for Level {
     }
 }
 
+impl std::str::FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_uppercase().as_str() {
+            "C1" => Ok(Level::C1),
+            "C2" => Ok(Level::C2),
+            "C3" => Ok(Level::C3),
+            "C4" => Ok(Level::C4),
+            _ => Err(format!("'{s}' is not a level: use C1, C2, C3 or C4")),
+        }
+    }
+}
+
 /// Lower bounds of C1, C2, C3 in Tables 1 and 2 (C4 is anything above 0).
 pub const SIZE_LADDER: [(f64, Level); 3] =
     [(1000.0, Level::C1), (100.0, Level::C2), (10.0, Level::C3)];
@@ -62,6 +75,15 @@ pub fn accuracy_level(mse: f64) -> Option<Level> {
         .iter()
         .find(|(bound, _)| mse < *bound)
         .map(|(_, l)| *l)
+}
+
+/// The Table 3 bound of a level: MSE must be below it.
+pub fn accuracy_bound(level: Level) -> f64 {
+    ACCURACY_LADDER
+        .iter()
+        .find(|(_, l)| *l == level)
+        .map(|(b, _)| *b)
+        .expect("every level has a bound")
 }
 
 /// Whether an achieved Table 3 level meets a required one (C4 is the strictest, so a

@@ -1,6 +1,7 @@
 //! Rendering: every view (terminal tables, JSON) is made from one result struct.
 //! Files are written atomically with [`write_atomic`].
 
+pub mod accuracy;
 pub mod conformance;
 pub mod devices;
 pub mod inspect;

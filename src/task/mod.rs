@@ -64,6 +64,108 @@ pub struct TaskRun {
     pub letterbox: Option<image::Letterbox>,
 }
 
+/// One model input made from a file of an input set by the task's pre-processing.
+#[derive(Debug, Clone)]
+pub struct PreparedInput {
+    /// The file, and for series the window: `load-series.csv rows 2592..2688`.
+    pub label: String,
+    pub file: String,
+    pub file_sha256: String,
+    pub tensor: ndarray::ArrayD<f32>,
+}
+
+/// Windows taken from each series file (the last 96 steps, the 96 before them, ...).
+pub const SERIES_WINDOWS: usize = 8;
+
+/// The pre-processing of `task` in words (recorded in reference manifests).
+pub fn preprocessing_text(task: Task) -> &'static str {
+    match task {
+        Task::Detection => {
+            "decode; letterbox to the input size (Triangle filter, grey 114 padding); RGB/255; NCHW"
+        }
+        Task::Classification => {
+            "decode; resize the short side to size*256/224 (Triangle), centre crop; (RGB/255 - ImageNet mean)/std; NCHW"
+        }
+        Task::Forecasting => {
+            "parse CSV; standardise load/temperature/humidity over the series; time-of-day and weekday features; 8 windows of the input length, newest first"
+        }
+    }
+}
+
+/// Pre-processes in-memory files into model inputs of `shape`, as the task pipeline does:
+/// each image gives one input; each series gives up to [`SERIES_WINDOWS`] windows.
+pub fn prepare_inputs(
+    task: Task,
+    shape: &[usize],
+    files: &[(String, Vec<u8>)],
+) -> anyhow::Result<Vec<PreparedInput>> {
+    let mut out = Vec::new();
+    for (name, bytes) in files {
+        let sha = crate::model::zoo::sha256_hex(bytes);
+        match task {
+            Task::Forecasting => {
+                let dir = tempfile_dir()?;
+                let csv = dir.join("series.csv");
+                std::fs::write(&csv, bytes)?;
+                let rows = forecast::read_series(&csv);
+                let _ = std::fs::remove_dir_all(&dir);
+                let rows = rows.map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                let n = forecast::norm(&rows);
+                for k in 0..SERIES_WINDOWS {
+                    let Some(end) = rows.len().checked_sub(k * shape[1]) else {
+                        break;
+                    };
+                    if let Ok(t) = forecast::window(&rows[..end], shape[1], &n) {
+                        out.push(PreparedInput {
+                            label: format!("{name} rows {}..{end}", end - shape[1]),
+                            file: name.clone(),
+                            file_sha256: sha.clone(),
+                            tensor: t,
+                        });
+                    }
+                }
+            }
+            Task::Classification | Task::Detection => {
+                let img = image::decode_bytes(bytes, name)?;
+                let t = if task == Task::Detection {
+                    image::to_nchw(
+                        &image::letterbox(&img, shape[3] as u32).0,
+                        image::UNIT_MEAN,
+                        image::UNIT_STD,
+                    )
+                } else {
+                    let short = (shape[3] as f64 * 256.0 / 224.0).round() as u32;
+                    image::to_nchw(
+                        &image::resize_center_crop(&img, short, shape[3] as u32),
+                        image::IMAGENET_MEAN,
+                        image::IMAGENET_STD,
+                    )
+                };
+                out.push(PreparedInput {
+                    label: name.clone(),
+                    file: name.clone(),
+                    file_sha256: sha,
+                    tensor: t,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A fresh private folder under the system's temporary directory.
+fn tempfile_dir() -> std::io::Result<std::path::PathBuf> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "acceval-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d)?;
+    Ok(d)
+}
+
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }

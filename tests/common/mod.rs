@@ -46,3 +46,59 @@ pub fn node_macs(a: &Analysis, op: &str) -> u64 {
         .map(|n| n.macs)
         .sum()
 }
+
+/// Runs `acceval ARGS`; returns (exit code, stdout, stderr).
+pub fn acceval(args: &[&str]) -> (i32, String, String) {
+    let out = bin().args(args).output().expect("run acceval");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Whether ONNX Runtime can be loaded here (else a visible skip, or a failure in CI).
+pub fn ort_available() -> bool {
+    let (code, out, _) = acceval(&["devices", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ok = v["onnxruntime"]["library"].is_object();
+    if !ok {
+        let why = v["onnxruntime"]["not_found"]
+            .as_str()
+            .unwrap_or("?")
+            .to_string();
+        if std::env::var("ACCEVAL_REQUIRE_ORT").as_deref() == Ok("1") {
+            panic!("ONNX Runtime required (ACCEVAL_REQUIRE_ORT=1) but not found: {why}");
+        }
+        eprintln!("SKIPPED: ONNX Runtime not found ({why})");
+    }
+    ok
+}
+
+/// A Python with onnx, onnxruntime and numpy: `$ACCEVAL_PYTHON`, else `python3`. Without
+/// one: a visible skip (`None`), or a failure when `ACCEVAL_REQUIRE_PYTHON=1` (CI).
+pub fn python() -> Option<String> {
+    let py = std::env::var("ACCEVAL_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = std::process::Command::new(&py)
+        .args(["-c", "import onnx, onnxruntime, numpy"])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Some(py),
+        other => {
+            let why = match other {
+                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+                Err(e) => e.to_string(),
+            };
+            if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
+                panic!(
+                    "SKIPPED: python with onnx+onnxruntime not found (pip install onnx onnxruntime numpy) (ACCEVAL_REQUIRE_PYTHON=1; tried '{py}': {why})"
+                );
+            }
+            eprintln!(
+                "SKIPPED: python with onnx+onnxruntime not found (pip install onnx onnxruntime numpy) (tried '{py}': {why})"
+            );
+            None
+        }
+    }
+}

@@ -162,6 +162,8 @@ pub fn entries() -> Vec<Entry> {
 
 /// A zoo model name with its variant: `resnet50-substation`, `resnet50-substation-fp16`.
 pub fn parse_name(full: &str) -> Option<(Entry, Precision)> {
+    let full = canonical_name(full);
+    let full = full.as_str();
     let (base, p) = if let Some(b) = full.strip_suffix("-fp16") {
         (b, Precision::Fp16)
     } else if let Some(b) = full.strip_suffix("-int8") {
@@ -173,6 +175,16 @@ pub fn parse_name(full: &str) -> Option<(Entry, Precision)> {
         .into_iter()
         .find(|e| e.name == base)
         .map(|e| (e, p))
+}
+
+/// `resnet50-substation@int8` → `resnet50-substation-int8` (`@fp32` → the bare name);
+/// other names unchanged.
+pub fn canonical_name(name: &str) -> String {
+    match name.rsplit_once('@') {
+        Some((base, "fp32")) => base.to_string(),
+        Some((base, p @ ("fp16" | "int8"))) => format!("{base}-{p}"),
+        _ => name.to_string(),
+    }
 }
 
 /// All model names, variants included.
@@ -335,9 +347,11 @@ pub fn resolve(arg: &Path) -> anyhow::Result<PathBuf> {
     let Some(name) = arg
         .to_str()
         .filter(|s| !s.contains('/') && !s.ends_with(".onnx"))
+        .map(canonical_name)
     else {
         return Ok(arg.to_path_buf());
     };
+    let name = name.as_str();
     let Some((entry, precision)) = parse_name(name) else {
         anyhow::bail!(
             "model '{name}' is neither a file nor a zoo model; the zoo has: {}",
@@ -423,43 +437,29 @@ pub fn calibrate(e: &Entry) -> Calibration {
 }
 
 /// Pre-processed tensors of the entry's input set (at most 4 images, or 8 windows).
-fn calibration_inputs(e: &Entry, shape: &[usize], dir: &Path) -> Vec<ndarray::ArrayD<f32>> {
-    use crate::task::{forecast, image};
-    let files = crate::task::inputs::generate(e.input_set).unwrap_or_default();
-    match e.task {
-        Task::Forecasting => {
-            let csv = dir.join("series.csv");
-            let bytes = files.first().map(|f| f.1.clone()).unwrap_or_default();
-            std::fs::write(&csv, bytes).expect("writing to the temporary folder");
-            let rows = forecast::read_series(&csv).expect("the generated series is valid");
-            let n = forecast::norm(&rows);
-            (0..8)
-                .filter_map(|k| {
-                    let end = rows.len() - k * 96;
-                    forecast::window(&rows[..end], shape[1], &n).ok()
-                })
-                .collect()
-        }
-        _ => files
-            .iter()
-            .take(4)
-            .filter_map(|(_, bytes, _)| image::decode_bytes(bytes, "calibration").ok())
-            .map(|img| {
-                if e.task == Task::Detection {
-                    image::to_nchw(
-                        &image::letterbox(&img, shape[3] as u32).0,
-                        image::UNIT_MEAN,
-                        image::UNIT_STD,
-                    )
-                } else {
-                    let short = (shape[3] as f64 * 256.0 / 224.0).round() as u32;
-                    image::to_nchw(
-                        &image::resize_center_crop(&img, short, shape[3] as u32),
-                        image::IMAGENET_MEAN,
-                        image::IMAGENET_STD,
-                    )
-                }
-            })
-            .collect(),
-    }
+fn calibration_inputs(e: &Entry, shape: &[usize], _dir: &Path) -> Vec<ndarray::ArrayD<f32>> {
+    let files: Vec<(String, Vec<u8>)> = crate::task::inputs::generate(e.input_set)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, bytes, _)| (name, bytes))
+        .collect();
+    let take = if e.task == Task::Forecasting { 8 } else { 4 };
+    crate::task::prepare_inputs(e.task, shape, &files)
+        .expect("the generated input set is valid")
+        .into_iter()
+        .take(take)
+        .map(|p| p.tensor)
+        .collect()
+}
+
+/// The entry's whole input set, pre-processed as its task pipeline does (every image; 8
+/// windows of the series): the inputs of its references (`acceval reference`).
+pub fn input_set_tensors(e: &Entry) -> anyhow::Result<Vec<crate::task::PreparedInput>> {
+    let files: Vec<(String, Vec<u8>)> = crate::task::inputs::generate(e.input_set)
+        .ok_or_else(|| anyhow::anyhow!("no input set '{}'", e.input_set))?
+        .into_iter()
+        .map(|(name, bytes, _)| (name, bytes))
+        .collect();
+    let shape: Vec<usize> = e.input_shape.iter().map(|&d| d as usize).collect();
+    crate::task::prepare_inputs(e.task, &shape, &files)
 }

@@ -1,0 +1,457 @@
+//! Reference outputs (§6.2 i): the FP32 model's outputs on the CPU, stored in the ONNX
+//! test-data layout (`test_data_set_N/input_K.pb`, `output_K.pb`) with `manifest.toml`,
+//! which records how they were made and the SHA-256 of the model, the source inputs and
+//! every file, so a reviewer can check that a reference belongs to the model it grades.
+//!
+//! A reference is computed on one CPU engine and cross-checked on the other (tract vs
+//! ONNX Runtime): every output must agree to [`CROSS_CHECK_REL_L2`] relative L2 error, or
+//! the reference is refused, naming the output.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::accuracy::{io, metrics};
+use crate::backend::tensor::{HostTensor, TensorData};
+use crate::backend::{self, BackendSpec, LoadOptions, SessionInfo};
+use crate::model::zoo::sha256_hex;
+
+pub const MANIFEST: &str = "manifest.toml";
+pub const SCHEMA: &str = "acceval.reference/1";
+/// The largest relative L2 error (‖a − b‖ / ‖b‖) between the two CPU engines.
+pub const CROSS_CHECK_REL_L2: f64 = 1e-4;
+
+/// A tensor the model takes or gives, as the reference holds it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IoDecl {
+    pub name: String,
+    pub elem_type: String,
+    pub shape: Vec<usize>,
+}
+
+/// One file of the reference and its hash.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileHash {
+    pub file: String,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// One `test_data_set_N`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SetRecord {
+    pub dir: String,
+    /// Where its inputs come from: `substation-03.jpg`, `load-series.csv rows 0..96`, ...
+    pub source: String,
+    /// SHA-256 of the source file (image, CSV, array) the inputs were made from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_sha256: Option<String>,
+    pub files: Vec<FileHash>,
+}
+
+/// How one output agreed between the two engines, worst over the sets.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct OutputAgreement {
+    pub name: String,
+    pub max_rel_l2_error: f64,
+    pub max_abs_error: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CrossCheck {
+    /// "agreed", or "not done: <reason>".
+    pub status: String,
+    pub backend: String,
+    pub engine: String,
+    pub tolerance_rel_l2: f64,
+    pub outputs: Vec<OutputAgreement>,
+}
+
+/// `manifest.toml` of a reference.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RefManifest {
+    pub schema: String,
+    /// The model's name: the zoo name, or the file's stem.
+    pub model: String,
+    pub model_file: String,
+    pub model_sha256: String,
+    pub backend: String,
+    pub engine: String,
+    /// Session options of the reference engine (threads, optimisation level).
+    pub options: std::collections::BTreeMap<String, String>,
+    pub created_utc: String,
+    pub acceval_version: String,
+    /// What the inputs are: an input set, files, or seeded data.
+    pub input_source: String,
+    pub preprocessing: String,
+    pub inputs: Vec<IoDecl>,
+    pub outputs: Vec<IoDecl>,
+    pub cross_check: CrossCheck,
+    pub sets: Vec<SetRecord>,
+}
+
+/// One input of a reference before it is run: its tensors and where they came from.
+#[derive(Debug, Clone)]
+pub struct RefInput {
+    pub source: String,
+    pub source_sha256: Option<String>,
+    pub tensors: Vec<HostTensor>,
+}
+
+/// What a reference is made of and how.
+pub struct Plan<'a> {
+    pub model: &'a Path,
+    pub name: String,
+    pub primary: BackendSpec,
+    pub threads: Option<usize>,
+    /// Compare against the other CPU engine (refused when they disagree).
+    pub cross_check: bool,
+    pub input_source: String,
+    pub preprocessing: String,
+    pub inputs: Vec<RefInput>,
+}
+
+fn decl(t: &HostTensor) -> IoDecl {
+    IoDecl {
+        name: t.name.clone(),
+        elem_type: t.data.dtype().name().to_string(),
+        shape: t.data.shape().to_vec(),
+    }
+}
+
+/// Runs every input on `spec`; returns the session's description and the outputs.
+fn run_all(plan: &Plan, spec: &BackendSpec) -> anyhow::Result<(SessionInfo, Vec<Vec<HostTensor>>)> {
+    let first = plan
+        .inputs
+        .first()
+        .ok_or_else(|| anyhow::anyhow!("no inputs to compute references for"))?;
+    let opts = LoadOptions {
+        input_shapes: first
+            .tensors
+            .iter()
+            .map(|t| (t.name.clone(), t.data.shape().to_vec()))
+            .collect(),
+        threads: plan.threads,
+        ..Default::default()
+    };
+    let mut session = backend::load(plan.model, spec, &opts)?;
+    let mut outs = Vec::with_capacity(plan.inputs.len());
+    for input in &plan.inputs {
+        let o = session.run(&input.tensors)?;
+        session.synchronize()?;
+        outs.push(o);
+    }
+    Ok((session.info().clone(), outs))
+}
+
+/// The other CPU engine, for the cross-check.
+pub fn other_cpu_engine(spec: &BackendSpec) -> anyhow::Result<BackendSpec> {
+    match (spec.backend.as_str(), spec.provider.as_deref()) {
+        ("cpu", None) => Ok("ort:cpu".parse().expect("valid")),
+        ("ort", Some("cpu")) => Ok("cpu".parse().expect("valid")),
+        _ => anyhow::bail!(
+            "references are the FP32 model's outputs on the CPU: use --backend cpu (tract) or --backend ort:cpu, not '{spec}'"
+        ),
+    }
+}
+
+/// Computes a reference and writes it to `out` (replacing what was there only once the
+/// whole reference has been computed, cross-checked and written).
+pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
+    let other = other_cpu_engine(&plan.primary)?;
+    let (info, outputs) = run_all(plan, &plan.primary)?;
+    for (k, outs) in outputs.iter().enumerate() {
+        for o in outs {
+            let v = o.data.to_f64();
+            let nan = v.iter().filter(|x| x.is_nan()).count();
+            let inf = v.iter().filter(|x| x.is_infinite()).count();
+            if nan + inf > 0 {
+                anyhow::bail!(
+                    "the reference output '{}' of input {} ({}) holds {} NaN and {} infinite values: a reference must be finite; check the model and its inputs",
+                    o.name,
+                    k,
+                    plan.inputs[k].source,
+                    nan,
+                    inf
+                );
+            }
+        }
+    }
+    let cross_check = if plan.cross_check {
+        let (other_info, other_outs) = run_all(plan, &other).map_err(|e| {
+            e.context(format!(
+                "cross-checking on {other} (pass --no-cross-check to skip it, which the manifest records)"
+            ))
+        })?;
+        let mut agreement: Vec<OutputAgreement> = outputs[0]
+            .iter()
+            .map(|o| OutputAgreement {
+                name: o.name.clone(),
+                max_rel_l2_error: 0.0,
+                max_abs_error: 0.0,
+            })
+            .collect();
+        for (k, (a, b)) in outputs.iter().zip(&other_outs).enumerate() {
+            for (j, (x, y)) in a.iter().zip(b).enumerate() {
+                let m = metrics::metrics(&y.data, &x.data).map_err(|e| {
+                    anyhow::anyhow!("output '{}': {} gives {e}", x.name, other_info.engine)
+                })?;
+                if m.rel_l2_error.is_nan() || m.rel_l2_error > CROSS_CHECK_REL_L2 {
+                    anyhow::bail!(
+                        "the engines disagree on output '{}' of input {} ({}): relative L2 error {:.3e} between {} and {} exceeds {CROSS_CHECK_REL_L2:e} (max abs error {:.3e}); the reference is not written",
+                        x.name,
+                        k,
+                        plan.inputs[k].source,
+                        m.rel_l2_error,
+                        info.engine,
+                        other_info.engine,
+                        m.max_abs_error
+                    );
+                }
+                let g = &mut agreement[j];
+                g.max_rel_l2_error = g.max_rel_l2_error.max(m.rel_l2_error);
+                g.max_abs_error = g.max_abs_error.max(m.max_abs_error);
+            }
+        }
+        CrossCheck {
+            status: "agreed".into(),
+            backend: other.to_string(),
+            engine: other_info.engine,
+            tolerance_rel_l2: CROSS_CHECK_REL_L2,
+            outputs: agreement,
+        }
+    } else {
+        CrossCheck {
+            status: "not done: --no-cross-check".into(),
+            backend: other.to_string(),
+            engine: String::new(),
+            tolerance_rel_l2: CROSS_CHECK_REL_L2,
+            outputs: Vec::new(),
+        }
+    };
+
+    // Written beside `out`, then swapped in.
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .map_err(|e| anyhow::anyhow!("cannot create '{}': {e}", parent.display()))?;
+    let leaf = out
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "reference".into());
+    let tmp = parent.join(format!(".{leaf}.tmp.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let mut sets = Vec::with_capacity(plan.inputs.len());
+    for (k, (input, outs)) in plan.inputs.iter().zip(&outputs).enumerate() {
+        let dir = format!("test_data_set_{k}");
+        let d = tmp.join(&dir);
+        std::fs::create_dir_all(&d)
+            .map_err(|e| anyhow::anyhow!("cannot create '{}': {e}", d.display()))?;
+        let mut files = Vec::new();
+        for (prefix, tensors) in [("input", &input.tensors), ("output", outs)] {
+            for (j, t) in tensors.iter().enumerate() {
+                let file = format!("{prefix}_{j}.pb");
+                let bytes = io::write_pb(&d.join(&file), &t.name, &t.data)?;
+                files.push(FileHash {
+                    file: format!("{dir}/{file}"),
+                    sha256: sha256_hex(&bytes),
+                    bytes: bytes.len() as u64,
+                });
+            }
+        }
+        sets.push(SetRecord {
+            dir,
+            source: input.source.clone(),
+            source_sha256: input.source_sha256.clone(),
+            files,
+        });
+    }
+    let model_bytes = std::fs::read(plan.model)
+        .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", plan.model.display()))?;
+    let manifest = RefManifest {
+        schema: SCHEMA.into(),
+        model: plan.name.clone(),
+        model_file: plan
+            .model
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        model_sha256: sha256_hex(&model_bytes),
+        backend: info.backend.clone(),
+        engine: info.engine.clone(),
+        options: info.options.clone(),
+        created_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        acceval_version: env!("CARGO_PKG_VERSION").into(),
+        input_source: plan.input_source.clone(),
+        preprocessing: plan.preprocessing.clone(),
+        inputs: plan.inputs[0].tensors.iter().map(decl).collect(),
+        outputs: outputs[0].iter().map(decl).collect(),
+        cross_check,
+        sets,
+    };
+    let text = format!(
+        "# Reference outputs written by `acceval reference`; checked by `acceval accuracy`.\n# Do not edit: every file's SHA-256 is verified.\n\n{}",
+        toml::to_string(&manifest)?
+    );
+    crate::report::write_atomic(&tmp.join(MANIFEST), text.as_bytes())?;
+    let old = parent.join(format!(".{leaf}.old.{}", std::process::id()));
+    if out.exists() {
+        std::fs::rename(out, &old)
+            .map_err(|e| anyhow::anyhow!("cannot replace '{}': {e}", out.display()))?;
+    }
+    std::fs::rename(&tmp, out)
+        .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", out.display()))?;
+    let _ = std::fs::remove_dir_all(&old);
+    Ok(manifest)
+}
+
+/// Why a reference cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RefError {
+    #[error(
+        "'{0}' is not a reference: it has no manifest.toml and no test_data_set_N folder (make one with `acceval reference --model FP32_MODEL`)"
+    )]
+    NotAReference(PathBuf),
+    #[error("'{path}' is not a valid reference manifest: {reason}")]
+    Manifest { path: PathBuf, reason: String },
+    #[error(
+        "'{path}' is truncated or altered: SHA-256 {actual} ({bytes} bytes), but the manifest records {expected} ({expected_bytes} bytes); recompute the reference with `acceval reference`"
+    )]
+    Hash {
+        path: PathBuf,
+        actual: String,
+        bytes: u64,
+        expected: String,
+        expected_bytes: u64,
+    },
+    #[error("'{path}' is missing: {what}")]
+    Missing { path: PathBuf, what: String },
+    #[error(transparent)]
+    Io(#[from] io::IoError),
+}
+
+/// A reference on disk.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    pub dir: PathBuf,
+    pub manifest: Option<RefManifest>,
+    /// The `test_data_set_N` folders, in order.
+    pub sets: Vec<PathBuf>,
+}
+
+/// The tensors of one `test_data_set_N`.
+#[derive(Debug, Clone)]
+pub struct RefSet {
+    pub inputs: Vec<HostTensor>,
+    pub outputs: Vec<HostTensor>,
+}
+
+impl Reference {
+    /// Opens `dir`: with a manifest (acceval's references) or without one (an ONNX
+    /// test-data folder, e.g. from the ONNX model zoo).
+    pub fn open(dir: &Path) -> Result<Reference, RefError> {
+        let mpath = dir.join(MANIFEST);
+        if mpath.is_file() {
+            let text = std::fs::read_to_string(&mpath).map_err(|e| RefError::Manifest {
+                path: mpath.clone(),
+                reason: e.to_string(),
+            })?;
+            let m: RefManifest = toml::from_str(&text).map_err(|e| RefError::Manifest {
+                path: mpath.clone(),
+                reason: e.to_string(),
+            })?;
+            if m.schema != SCHEMA {
+                return Err(RefError::Manifest {
+                    path: mpath,
+                    reason: format!("schema '{}', expected '{SCHEMA}'", m.schema),
+                });
+            }
+            let sets = m.sets.iter().map(|s| dir.join(&s.dir)).collect();
+            return Ok(Reference {
+                dir: dir.to_path_buf(),
+                manifest: Some(m),
+                sets,
+            });
+        }
+        let mut sets: Vec<(usize, PathBuf)> = std::fs::read_dir(dir)
+            .map_err(|_| RefError::NotAReference(dir.to_path_buf()))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                let k = n.strip_prefix("test_data_set_")?.parse().ok()?;
+                e.path().is_dir().then(|| (k, e.path()))
+            })
+            .collect();
+        if sets.is_empty() {
+            return Err(RefError::NotAReference(dir.to_path_buf()));
+        }
+        sets.sort();
+        Ok(Reference {
+            dir: dir.to_path_buf(),
+            manifest: None,
+            sets: sets.into_iter().map(|(_, p)| p).collect(),
+        })
+    }
+
+    /// Reads a file, checking its hash against the manifest when there is one.
+    fn read_checked(&self, path: &Path) -> Result<(String, TensorData), RefError> {
+        if let Some(m) = &self.manifest {
+            let rel = path
+                .strip_prefix(&self.dir)
+                .unwrap_or(path)
+                .to_string_lossy()
+                .replace('\\', "/");
+            if let Some(h) = m.sets.iter().flat_map(|s| &s.files).find(|f| f.file == rel) {
+                let bytes = std::fs::read(path).map_err(|_| RefError::Missing {
+                    path: path.to_path_buf(),
+                    what: "the manifest lists it".into(),
+                })?;
+                let actual = sha256_hex(&bytes);
+                if actual != h.sha256 {
+                    return Err(RefError::Hash {
+                        path: path.to_path_buf(),
+                        actual,
+                        bytes: bytes.len() as u64,
+                        expected: h.sha256.clone(),
+                        expected_bytes: h.bytes,
+                    });
+                }
+            }
+        }
+        Ok(io::read_pb(path)?)
+    }
+
+    /// Reads set `k`: `n_inputs` inputs and `n_outputs` outputs (every file must exist).
+    pub fn load_set(
+        &self,
+        k: usize,
+        n_inputs: usize,
+        n_outputs: usize,
+    ) -> Result<RefSet, RefError> {
+        let dir = &self.sets[k];
+        let read = |prefix: &str, n: usize| -> Result<Vec<HostTensor>, RefError> {
+            (0..n)
+                .map(|j| {
+                    let p = dir.join(format!("{prefix}_{j}.pb"));
+                    if !p.is_file() {
+                        return Err(RefError::Missing {
+                            path: p,
+                            what: format!(
+                                "the model has {n} {prefix}s, so the reference needs {prefix}_0.pb..{prefix}_{}.pb",
+                                n - 1
+                            ),
+                        });
+                    }
+                    let (name, data) = self.read_checked(&p)?;
+                    Ok(HostTensor { name, data })
+                })
+                .collect()
+        };
+        Ok(RefSet {
+            inputs: read("input", n_inputs)?,
+            outputs: read("output", n_outputs)?,
+        })
+    }
+}

@@ -1,0 +1,191 @@
+//! Views of `acceval accuracy`: one model, and the precision table.
+
+use std::io::Write;
+
+use crate::commands::accuracy::{AccuracyReport, PrecisionTable};
+use crate::grade::Level;
+
+/// An error figure: 4 significant digits, "n/a: not finite" for NaN.
+pub fn e(v: f64) -> String {
+    if v.is_nan() {
+        "n/a: NaN/Inf output".into()
+    } else if v == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.4e}")
+    }
+}
+
+fn level(l: Option<Level>) -> String {
+    l.map(|l| l.to_string())
+        .unwrap_or_else(|| "none (< C1)".into())
+}
+
+pub fn write_text(o: &mut impl Write, r: &AccuracyReport) -> std::io::Result<()> {
+    let s = &r.session;
+    writeln!(o, "Model:     {}", r.model)?;
+    writeln!(o, "Backend:   {} — {} on {}", s.backend, s.engine, s.device)?;
+    writeln!(o, "Reference: {}", r.reference.dir)?;
+    if let (Some(m), Some(e)) = (&r.reference.model, &r.reference.engine) {
+        writeln!(
+            o,
+            "           FP32 {m} on {e}, {}; cross-check: {}",
+            r.reference.created_utc.as_deref().unwrap_or("?"),
+            r.reference.cross_check.as_deref().unwrap_or("?")
+        )?;
+    }
+    writeln!(o, "           {}", r.reference.relation)?;
+    writeln!(
+        o,
+        "Inputs:    {} of {}{}",
+        r.inputs_used,
+        r.inputs_available,
+        if r.inputs_used < r.inputs_available {
+            " (--limit)"
+        } else {
+            ""
+        }
+    )?;
+    writeln!(o)?;
+    writeln!(o, "Per output, pooled over the inputs:")?;
+    let mut t = super::table(&[
+        "output",
+        "shape",
+        "elements",
+        "MSE",
+        "max abs error",
+        "rel L2 error",
+        "cosine",
+        "NaN/Inf",
+        "level",
+    ]);
+    for x in &r.outputs {
+        let m = &x.metrics;
+        t.add_row(vec![
+            x.name.clone(),
+            format!("{} {:?}", x.elem_type, x.shape),
+            super::thousands(m.elements),
+            e(m.mse),
+            e(m.max_abs_error),
+            e(m.rel_l2_error),
+            if m.cosine.is_nan() {
+                "n/a".into()
+            } else {
+                format!("{:.8}", m.cosine)
+            },
+            format!("{}/{}", m.nan_count, m.inf_count),
+            level(x.level),
+        ]);
+    }
+    super::right(&mut t, &[2, 3, 4, 5, 6, 7]);
+    writeln!(o, "{t}")?;
+    writeln!(o)?;
+    writeln!(o, "Per input (worst output):")?;
+    let mut t = super::table(&[
+        "set",
+        "source",
+        "MSE",
+        "max abs error",
+        "level",
+        "decision",
+        "latency ms",
+    ]);
+    for i in &r.inputs {
+        let max_abs = i
+            .outputs
+            .iter()
+            .map(|o| o.metrics.max_abs_error)
+            .fold(0.0f64, f64::max);
+        t.add_row(vec![
+            i.set.clone(),
+            i.source.clone(),
+            e(i.mse),
+            e(max_abs),
+            level(i.level),
+            i.agreement.text(),
+            format!("{:.3}", i.latency_ms),
+        ]);
+    }
+    super::right(&mut t, &[2, 3, 6]);
+    writeln!(o, "{t}")?;
+    writeln!(o)?;
+    for n in &r.nonfinite {
+        writeln!(
+            o,
+            "NOT FINITE: output '{}' in {}: {} NaN, {} Inf; first at index {:?}",
+            n.output, n.set, n.nan_count, n.inf_count, n.first_index
+        )?;
+    }
+    writeln!(
+        o,
+        "MSE (Table 3):  {} (output '{}')",
+        e(r.mse),
+        r.worst_output
+    )?;
+    writeln!(o, "Level:          {} — {}", level(r.level), r.threshold)?;
+    writeln!(o, "Decision:       {}", r.agreement_text)?;
+    if let Some(l) = &r.latency_ms {
+        writeln!(
+            o,
+            "Latency:        median {:.3} ms of {} warm runs (backend run: copy in, forward, copy out)",
+            l.p50, l.n
+        )?;
+    }
+    match (r.verdict, &r.verdict_reason) {
+        (Some(v), Some(why)) => writeln!(o, "Verdict:        {v}: {why}")?,
+        _ => writeln!(o, "Verdict:        none (no --require)")?,
+    }
+    writeln!(o)?;
+    writeln!(o, "Definitions: {}", r.definition)
+}
+
+pub fn write_precisions(o: &mut impl Write, t: &PrecisionTable) -> std::io::Result<()> {
+    writeln!(
+        o,
+        "{} on {}: every variant against the FP32 CPU reference ({})",
+        t.model,
+        t.backend,
+        t.rows
+            .first()
+            .map(|r| r.reference.dir.as_str())
+            .unwrap_or("?")
+    )?;
+    let mut tb = super::table(&[
+        "precision",
+        "MSE",
+        "level",
+        "max abs error",
+        "rel L2 error",
+        "decision agreement",
+        "latency ms (median)",
+        "verdict",
+    ]);
+    for r in &t.rows {
+        let worst = r.outputs.iter().find(|x| x.name == r.worst_output);
+        tb.add_row(vec![
+            r.precision
+                .map(|p| format!("{p:?}").to_uppercase())
+                .unwrap_or_else(|| "?".into()),
+            e(r.mse),
+            level(r.level),
+            worst
+                .map(|w| e(w.metrics.max_abs_error))
+                .unwrap_or_default(),
+            worst.map(|w| e(w.metrics.rel_l2_error)).unwrap_or_default(),
+            r.agreement_text.clone(),
+            r.latency_ms
+                .as_ref()
+                .map(|l| format!("{:.3}", l.p50))
+                .unwrap_or_else(|| "n/a".into()),
+            r.verdict.unwrap_or("-").to_string(),
+        ]);
+    }
+    super::right(&mut tb, &[1, 3, 4, 6]);
+    writeln!(o, "{tb}")?;
+    writeln!(
+        o,
+        "{} inputs each; latency: median of one warm backend run per input. Definitions: {}",
+        t.rows.first().map(|r| r.inputs_used).unwrap_or(0),
+        crate::commands::accuracy::DEFINITION
+    )
+}

@@ -1,0 +1,445 @@
+//! `acceval reference` and `acceval accuracy` end to end, through the real binary on the
+//! real CPU engines (tract, and ONNX Runtime where it is installed; CI requires it).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use acceval::accuracy::io;
+use acceval::model::build::{GraphBuilder, node, tensor_f32, tensor_raw};
+use acceval::model::onnx::DataType;
+use common::*;
+use serde_json::Value;
+
+const F: DataType = DataType::FLOAT;
+const K: i64 = 64;
+const N: i64 = 16;
+
+/// y = x·W, x [1, K], W [K, N] seeded; with `eps`, every weight is W + eps.
+fn matmul(eps: f32) -> Vec<u8> {
+    let w = tensor_f32("W", &[K, N], 42);
+    let raw: Vec<u8> = w
+        .raw_data
+        .chunks_exact(4)
+        .flat_map(|c| (f32::from_le_bytes(c.try_into().unwrap()) + eps).to_le_bytes())
+        .collect();
+    GraphBuilder::new("matmul")
+        .input("x", F, &[1, K])
+        .init(tensor_raw("W", F, &[K, N], raw))
+        .node(node("MatMul", &["x", "W"], &["y"], vec![]))
+        .output("y", F, &[1, N])
+        .encode(13)
+}
+
+fn json(out: &str) -> Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+/// `acceval reference` for a model file into `out`, cross-checked when ONNX Runtime is here.
+fn reference(model: &Path, out: &Path, extra: &[&str], ort: bool) {
+    let mut args = vec![
+        "reference",
+        "--model",
+        model.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    if !ort {
+        args.push("--no-cross-check");
+    }
+    let (code, stdout, stderr) = acceval(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let m = json(&stdout);
+    if ort {
+        assert_eq!(m["cross_check"]["status"], "agreed", "{stdout}");
+    }
+}
+
+fn backends(ort: bool) -> Vec<&'static str> {
+    if ort {
+        vec!["cpu", "ort:cpu"]
+    } else {
+        vec!["cpu"]
+    }
+}
+
+/// Adding ε to every weight of y = x·W changes every output by ε·Σx, so the MSE over a
+/// reference's inputs is exactly ε² · mean_k (Σ x_k)². The test checks the reported MSE
+/// against that, and the level and verdict at three ε that land in C4, C3 and C2.
+#[test]
+fn weight_perturbation_gives_the_analytic_mse() {
+    let ort = ort_available();
+    let dir = tempfile::tempdir().unwrap();
+    let orig = dir.path().join("orig.onnx");
+    std::fs::write(&orig, matmul(0.0)).unwrap();
+    let refdir = dir.path().join("ref");
+    reference(&orig, &refdir, &["--count", "5", "--seed", "9"], ort);
+    let sums: Vec<f64> = (0..5)
+        .map(|k| {
+            let (_, x) =
+                io::read_pb(&refdir.join(format!("test_data_set_{k}/input_0.pb"))).unwrap();
+            x.to_f64().iter().sum()
+        })
+        .collect();
+    let mean_sq = sums.iter().map(|s| s * s).sum::<f64>() / sums.len() as f64;
+    let max_sum = sums.iter().copied().fold(0.0, f64::max);
+    // Σx ≈ 32 for 64 uniform inputs: MSE targets 0.003 (C4), 0.03 (C3), 0.3 (C2).
+    for (target, level, code) in [(0.003, "C4", 0), (0.03, "C3", 0), (0.3, "C2", 1)] {
+        let eps = (target / mean_sq).sqrt() as f32;
+        let expected = (eps as f64).powi(2) * mean_sq;
+        let pert = dir.path().join(format!("pert-{level}.onnx"));
+        std::fs::write(&pert, matmul(eps)).unwrap();
+        for b in backends(ort) {
+            let (c, out, err) = acceval(&[
+                "accuracy",
+                "--model",
+                pert.to_str().unwrap(),
+                "--reference",
+                refdir.to_str().unwrap(),
+                "--backend",
+                b,
+                "--require",
+                "C3",
+                "--json",
+            ]);
+            assert_eq!(c, code, "{b} {level}: {err}");
+            let r = json(&out);
+            let mse = r["mse"].as_f64().unwrap();
+            let rel = (mse - expected).abs() / expected;
+            eprintln!("{b}: eps {eps:.6e}: MSE {mse:.9e}, analytic {expected:.9e} (rel {rel:.1e})");
+            assert!(rel < 1e-4, "{b}: MSE {mse} vs analytic {expected}");
+            assert_eq!(r["level"], level);
+            assert_eq!(r["verdict"], if code == 0 { "PASS" } else { "FAIL" });
+            let o = &r["outputs"][0];
+            assert_eq!(o["name"], "y");
+            assert_eq!(o["elements"], 5 * N);
+            let max_abs = o["max_abs_error"].as_f64().unwrap();
+            let want = eps as f64 * max_sum;
+            assert!((max_abs - want).abs() / want < 1e-4, "{max_abs} vs {want}");
+            assert!(o["rel_l2_error"].as_f64().unwrap() > 0.0);
+            assert!(o["cosine"].as_f64().unwrap() <= 1.0 + 1e-12);
+            assert_eq!(r["inputs"].as_array().unwrap().len(), 5);
+        }
+    }
+}
+
+/// A model that gives NaN (√(x − 0.5) for x < 0.5) fails whatever the MSE, and the
+/// report says which output, which input and where.
+#[test]
+fn nan_output_fails_and_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let half = tensor_raw("half", F, &[1], 0.5f32.to_le_bytes().to_vec());
+    let orig = dir.path().join("orig.onnx");
+    std::fs::write(
+        &orig,
+        GraphBuilder::new("ok")
+            .input("x", F, &[1, N])
+            .init(half.clone())
+            .node(node("Add", &["x", "half"], &["y"], vec![]))
+            .output("y", F, &[1, N])
+            .encode(13),
+    )
+    .unwrap();
+    let bad = dir.path().join("bad.onnx");
+    std::fs::write(
+        &bad,
+        GraphBuilder::new("nan")
+            .input("x", F, &[1, N])
+            .init(half)
+            .node(node("Sub", &["x", "half"], &["d"], vec![]))
+            .node(node("Sqrt", &["d"], &["y"], vec![]))
+            .output("y", F, &[1, N])
+            .encode(13),
+    )
+    .unwrap();
+    let refdir = dir.path().join("ref");
+    reference(&orig, &refdir, &["--count", "2"], false);
+    let (_, x) = io::read_pb(&refdir.join("test_data_set_0/input_0.pb")).unwrap();
+    let first = x.to_f64().iter().position(|&v| v < 0.5).unwrap();
+    let (code, out, err) = acceval(&[
+        "accuracy",
+        "--model",
+        bad.to_str().unwrap(),
+        "--reference",
+        refdir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    let r = json(&out);
+    assert_eq!(r["verdict"], "FAIL");
+    assert!(r["level"].is_null() && r["mse"].is_null(), "{out}");
+    let n = &r["nonfinite"][0];
+    assert_eq!(n["output"], "y");
+    assert_eq!(n["set"], "test_data_set_0");
+    assert_eq!(n["first_index"], serde_json::json!([0, first]));
+    assert!(n["nan_count"].as_u64().unwrap() > 0);
+    // The table view says it too.
+    let (code, out, _) = acceval(&[
+        "accuracy",
+        "--model",
+        bad.to_str().unwrap(),
+        "--reference",
+        refdir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("NOT FINITE: output 'y' in test_data_set_0"),
+        "{out}"
+    );
+    assert!(out.contains("Verdict:        FAIL"), "{out}");
+}
+
+/// Outputs of another shape or element type are an error (exit 2), never broadcast.
+#[test]
+fn shape_and_type_mismatches_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let orig = dir.path().join("orig.onnx");
+    std::fs::write(&orig, matmul(0.0)).unwrap();
+    let refdir = dir.path().join("ref");
+    reference(&orig, &refdir, &["--count", "1"], false);
+    let narrow = dir.path().join("narrow.onnx");
+    std::fs::write(
+        &narrow,
+        GraphBuilder::new("narrow")
+            .input("x", F, &[1, K])
+            .init(tensor_f32("W", &[K, 1], 1))
+            .node(node("MatMul", &["x", "W"], &["y"], vec![]))
+            .output("y", F, &[1, 1])
+            .encode(13),
+    )
+    .unwrap();
+    let double = dir.path().join("double.onnx");
+    std::fs::write(
+        &double,
+        GraphBuilder::new("double")
+            .input("x", F, &[1, K])
+            .init(tensor_f32("W", &[K, N], 42))
+            .node(node("MatMul", &["x", "W"], &["m"], vec![]))
+            .node(node(
+                "Cast",
+                &["m"],
+                &["y"],
+                vec![acceval::model::build::attr(
+                    "to",
+                    acceval::model::build::Attr::Int(11),
+                )],
+            ))
+            .output("y", DataType::DOUBLE, &[1, N])
+            .encode(13),
+    )
+    .unwrap();
+    for (m, want) in [
+        (&narrow, "shape [1, 1] differs from the reference's [1, 16]"),
+        (
+            &double,
+            "element type FP64 differs from the reference's FP32",
+        ),
+    ] {
+        let (code, _, err) = acceval(&[
+            "accuracy",
+            "--model",
+            m.to_str().unwrap(),
+            "--reference",
+            refdir.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains(want) && err.contains("output_0.pb"), "{err}");
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &p);
+        } else {
+            std::fs::copy(e.path(), p).unwrap();
+        }
+    }
+}
+
+fn committed(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reference_outputs")
+        .join(name)
+}
+
+fn accuracy_exit2(model: &str, reference: &Path) -> String {
+    let (code, out, err) = acceval(&[
+        "accuracy",
+        "--model",
+        model,
+        "--reference",
+        reference.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    err
+}
+
+/// Damaged or mismatched references stop with exit 2 and name the file.
+#[test]
+fn bad_references_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = "lstm-load-forecast-int8";
+    // Truncated output, with the manifest (hash check) and without (decoding).
+    let r = dir.path().join("truncated");
+    copy_dir(&committed("lstm-load-forecast"), &r);
+    let f = r.join("test_data_set_3/output_0.pb");
+    let b = std::fs::read(&f).unwrap();
+    std::fs::write(&f, &b[..b.len() - 10]).unwrap();
+    let err = accuracy_exit2(model, &r);
+    assert!(
+        err.contains("test_data_set_3/output_0.pb") && err.contains("truncated or altered"),
+        "{err}"
+    );
+    std::fs::remove_file(r.join("manifest.toml")).unwrap();
+    let err = accuracy_exit2(model, &r);
+    assert!(
+        err.contains("test_data_set_3/output_0.pb") && err.contains("not a serialised ONNX"),
+        "{err}"
+    );
+    // A missing output file.
+    let r = dir.path().join("missing");
+    copy_dir(&committed("lstm-load-forecast"), &r);
+    std::fs::remove_file(r.join("test_data_set_2/output_0.pb")).unwrap();
+    let err = accuracy_exit2(model, &r);
+    assert!(
+        err.contains("test_data_set_2/output_0.pb") && err.contains("missing"),
+        "{err}"
+    );
+    // A reference whose manifest names another model's hash.
+    let r = dir.path().join("other");
+    copy_dir(&committed("lstm-load-forecast"), &r);
+    let m = std::fs::read_to_string(r.join("manifest.toml")).unwrap();
+    let sha = m
+        .lines()
+        .find_map(|l| l.strip_prefix("model_sha256 = \""))
+        .unwrap()
+        .trim_end_matches('"')
+        .to_string();
+    std::fs::write(r.join("manifest.toml"), m.replace(&sha, &"0".repeat(64))).unwrap();
+    let err = accuracy_exit2(model, &r);
+    assert!(
+        err.contains("manifest.toml") && err.contains("is the reference of") && err.contains(&sha),
+        "{err}"
+    );
+    // The reference of a model with other inputs and outputs.
+    let m = dir.path().join("matmul.onnx");
+    std::fs::write(&m, matmul(0.0)).unwrap();
+    let err = accuracy_exit2(m.to_str().unwrap(), &committed("lstm-load-forecast"));
+    assert!(err.contains("reference for another model"), "{err}");
+    // Not a reference at all, and a quantized model as the FP32 original.
+    let err = accuracy_exit2(model, dir.path());
+    assert!(err.contains("is not a reference"), "{err}");
+    let (code, _, err) = acceval(&[
+        "reference",
+        "--model",
+        "models/lstm-load-forecast-int8.onnx",
+        "--out",
+        dir.path().join("q").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("stores INT8 weights"), "{err}");
+}
+
+/// The committed references reproduce, and the zoo's FP16 and INT8 variants land where the
+/// README says: all C4, with the FP32 model itself at ~0.
+#[test]
+fn zoo_variants_land_in_their_levels() {
+    let ort = ort_available();
+    for b in backends(ort) {
+        let expect: &[(&str, f64, f64)] = &[
+            // (model, MSE at least, MSE below)
+            ("lstm-load-forecast", 0.0, 1e-10),
+            ("lstm-load-forecast@fp16", 1e-12, 1e-6),
+            ("lstm-load-forecast@int8", 1e-8, 1e-4),
+            ("mobilenetv2-meter@int8", 1e-4, 0.01),
+        ];
+        for (m, lo, hi) in expect {
+            let (code, out, err) = acceval(&[
+                "accuracy",
+                "--model",
+                m,
+                "--backend",
+                b,
+                "--require",
+                "C4",
+                "--json",
+            ]);
+            assert_eq!(code, 0, "{m} on {b}: {err}");
+            let r = json(&out);
+            let mse = r["mse"].as_f64().unwrap();
+            eprintln!("{m} on {b}: MSE {mse:.4e}, {}", r["agreement_text"]);
+            assert!(mse >= *lo && mse < *hi, "{m} on {b}: MSE {mse}");
+            assert_eq!(r["level"], "C4");
+            assert_eq!(r["verdict"], "PASS");
+            assert_eq!(r["complete"], true);
+        }
+    }
+    // FP16 MobileNetV2 on ONNX Runtime (tract computes FP16 in software, too slow here):
+    // top-1 agrees on all 8 substation images.
+    if ort {
+        let (code, out, err) = acceval(&[
+            "accuracy",
+            "--model",
+            "mobilenetv2-meter-fp16",
+            "--backend",
+            "ort:cpu",
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let r = json(&out);
+        assert_eq!(r["level"], "C4");
+        assert_eq!(r["agreement"]["agree"], 8);
+        assert!(r["mse"].as_f64().unwrap() < 1e-4);
+    }
+}
+
+/// The committed references are read by the ONNX reference tools themselves:
+/// `onnx.numpy_helper` loads every .pb, and onnxruntime (Python) on the FP32 model
+/// reproduces each output.
+#[test]
+fn references_are_valid_onnx_test_data() {
+    let Some(py) = python() else { return };
+    let script = r#"
+import sys, glob, os, onnx, numpy as np, onnxruntime as ort
+from onnx import numpy_helper
+ref, model = sys.argv[1], sys.argv[2]
+s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+worst, n = 0.0, 0
+for d in sorted(glob.glob(os.path.join(ref, "test_data_set_*"))):
+    x = numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "input_0.pb")))
+    t = onnx.load_tensor(os.path.join(d, "output_0.pb"))
+    y = numpy_helper.to_array(t)
+    (got,) = s.run([t.name], {s.get_inputs()[0].name: x})
+    worst = max(worst, float(np.linalg.norm(got - y) / np.linalg.norm(y)))
+    n += 1
+print(n, worst)
+"#;
+    for m in ["lstm-load-forecast", "mobilenetv2-meter"] {
+        let model = acceval::model::zoo::resolve(Path::new(m)).unwrap();
+        let o = std::process::Command::new(&py)
+            .args([
+                "-c",
+                script,
+                committed(m).to_str().unwrap(),
+                model.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let s = String::from_utf8_lossy(&o.stdout);
+        let mut it = s.split_whitespace();
+        let n: usize = it.next().unwrap().parse().unwrap();
+        let worst: f64 = it.next().unwrap().parse().unwrap();
+        eprintln!(
+            "{m}: {n} sets, onnxruntime (Python) vs the reference: relative L2 ≤ {worst:.2e}"
+        );
+        assert_eq!(n, 8);
+        assert!(worst < 1e-4, "{m}: {worst}");
+    }
+}
