@@ -42,6 +42,94 @@ pub enum Command {
     /// Grade a backend's outputs against the FP32 CPU reference (§6.2 i, Table 3): MSE,
     /// max abs error, relative L2, cosine per output and per input; decision agreement.
     Accuracy(AccuracyArgs),
+    /// Measure latency (§7.2.3), FPS (§7.2.4), utilization, power and energy (§7.2.6,
+    /// §7.1.4–7.1.7) under a run policy, with validity rules and the MindIE statistics.
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// The model: a zoo name (its task pipeline and input set are used) or an ONNX file.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Inputs: a folder of images or a CSV series (the task pipeline runs on each), an ONNX
+    /// test_data_set folder, a folder of NAME.npy, or an .npz (model only). Default: the zoo
+    /// model's input set; seeded inputs for other models.
+    #[arg(long = "inputs", value_name = "PATH")]
+    pub inputs: Option<PathBuf>,
+    /// The task of a model that is not in the zoo (to run its pipeline).
+    #[arg(long, value_enum)]
+    pub task: Option<crate::model::zoo::Task>,
+    /// Time the backend's run alone on pre-processed inputs (no decode, pre- or
+    /// post-processing).
+    #[arg(long)]
+    pub model_only: bool,
+    /// Shape for a generated input with dynamic dims, NAME:DxDxD (repeatable).
+    #[arg(long = "shape", value_name = "NAME:SHAPE")]
+    pub shapes: Vec<InputShape>,
+    /// Seed for generated inputs.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Warm-up samples, untimed (at least this many...).
+    #[arg(long, default_value_t = 10)]
+    pub warmup: usize,
+    /// ...and for at least this many seconds.
+    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    pub warmup_time: f64,
+    /// Timed samples: at least this many...
+    #[arg(long, default_value_t = 100)]
+    pub runs: usize,
+    /// ...and for at least this many seconds (both minimums apply).
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    pub duration: f64,
+    /// Idle gap between samples, ms (25 fps camera: --interval-ms 40 minus the latency).
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    pub interval_ms: f64,
+    /// The percentile the run is judged on: the sample count must support it.
+    #[arg(long, default_value_t = 90.0, value_name = "P")]
+    pub percentile: f64,
+    /// Largest coefficient of variation (stddev/mean) of the end-to-end latency.
+    #[arg(long, default_value_t = 0.25)]
+    pub max_cv: f64,
+    /// Largest spread of the medians of the last 3 of 5 windows (0.10 = 10 %).
+    #[arg(long, default_value_t = 0.10)]
+    pub stability: f64,
+    /// Exit 0 even when the run is INVALID.
+    #[arg(long)]
+    pub allow_invalid: bool,
+    /// Batch sizes to sweep for offline throughput, e.g. 1,2,4,8 (models with a dynamic
+    /// batch dimension; model only).
+    #[arg(long, value_delimiter = ',', value_name = "B,B,...")]
+    pub batch: Vec<usize>,
+    /// Telemetry interval, ms (0 turns telemetry off).
+    #[arg(long, default_value_t = 1000)]
+    pub sample_ms: u64,
+    /// A SPEC PTDaemon serving a power analyser (wall power).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub ptd: Option<String>,
+    /// Score threshold of detection post-processing.
+    #[arg(long, default_value_t = 0.25)]
+    pub conf: f32,
+    /// IoU threshold of non-maximum suppression.
+    #[arg(long, default_value_t = 0.45)]
+    pub iou: f64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the JSON report to this file.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write the summary (MindIE-style columns) as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write every sample (start, end-to-end and stage times) as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub export_samples: Option<PathBuf>,
+    /// Write the telemetry timeline as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub export_telemetry: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -46,5 +46,6 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Inputs(args) => commands::inputs::run(args),
         cli::Command::Reference(args) => commands::reference::run(args),
         cli::Command::Accuracy(args) => commands::accuracy::run(args),
+        cli::Command::Bench(args) => commands::bench::run(args),
     }
 }

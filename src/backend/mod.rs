@@ -8,6 +8,7 @@
 //! and operator placement records (§6.2 f). Leaves measurement policy to `measure`.
 
 pub mod acl;
+pub mod mock;
 pub mod ort;
 pub mod tensor;
 pub mod tract;
@@ -236,8 +237,8 @@ pub trait Session {
 }
 
 /// Every backend acceval knows, in the order `devices` lists them.
-pub fn registry() -> [&'static dyn Backend; 4] {
-    [&tract::CPU, &ort::ORT, &tract::CUDA, &acl::ACL]
+pub fn registry() -> [&'static dyn Backend; 5] {
+    [&tract::CPU, &ort::ORT, &tract::CUDA, &acl::ACL, &mock::MOCK]
 }
 
 /// The backend named `name`.

@@ -1,6 +1,7 @@
 //! One module per subcommand: validate arguments, call the library, print a view.
 
 pub mod accuracy;
+pub mod bench;
 pub mod conformance;
 pub mod devices;
 pub mod inputs;

@@ -336,7 +336,7 @@ pub fn placement_record(p: Placement, spec: &BackendSpec) -> PlacementRecord {
 }
 
 /// What `--inputs PATH` holds.
-enum InputsPath {
+pub enum InputsPath {
     /// Images: run the task pipeline on them.
     Images,
     /// `NAME=FILE` pairs for `gather_inputs`.
@@ -346,7 +346,7 @@ enum InputsPath {
 /// Interprets `--inputs PATH`: an `.npz` archive; a folder of images; an ONNX
 /// `test_data_set` folder (or a test folder holding `test_data_set_0`); a folder of
 /// `NAME.npy` files named like the model's inputs.
-fn inputs_path(path: &Path, specs: &[InputSpec]) -> anyhow::Result<InputsPath> {
+pub fn inputs_path(path: &Path, specs: &[InputSpec]) -> anyhow::Result<InputsPath> {
     if path.is_file() {
         return if path.extension().is_some_and(|e| e == "npz") {
             Ok(InputsPath::Files(vec![path.display().to_string()]))

@@ -1,3 +1,5 @@
 //! Measurement: statistics over raw samples (and, later, the harness and its policies).
 
+pub mod harness;
 pub mod stats;
+pub mod telemetry;

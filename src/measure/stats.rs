@@ -29,8 +29,11 @@ pub struct Summary {
     pub p75: f64,
     pub p90: f64,
     pub p99: f64,
+    /// P99.9, when there are at least 1,000 samples (below that it is the max).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p999: Option<f64>,
     /// Sample standard deviation (n − 1 in the denominator); 0 for one sample.
-    pub std: f64,
+    pub stddev: f64,
 }
 
 impl Summary {
@@ -58,9 +61,62 @@ impl Summary {
             p75: q(0.75),
             p90: q(0.90),
             p99: q(0.99),
-            std: var.sqrt(),
+            p999: (n >= 1000).then(|| q(0.999)),
+            stddev: var.sqrt(),
         })
     }
+
+    /// Coefficient of variation, stddev / mean (0 when the mean is 0).
+    pub fn cv(&self) -> f64 {
+        if self.mean > 0.0 {
+            self.stddev / self.mean
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The fewest samples for which the q-quantile has an early-stopping estimate at
+/// `confidence`, after MLPerf LoadGen: the smallest N with
+/// P(Binomial(N, 1 − q) ≤ 1) ≤ 1 − confidence, i.e. even with one sample over the bound the
+/// bound holds for q of the population with that confidence. 64 for P90 and 662 for P99 at
+/// 99 % (mlcommons/inference#1629).
+pub fn min_samples(q: f64, confidence: f64) -> usize {
+    let p = 1.0 - q;
+    let mut n = 1usize;
+    loop {
+        // P(X = 0) + P(X = 1) for X ~ Binomial(n, p), in logs for large n.
+        let nf = n as f64;
+        let p0 = (nf * (1.0 - p).ln()).exp();
+        let p1 = (nf.ln() + p.ln() + (nf - 1.0) * (1.0 - p).ln()).exp();
+        if p0 + p1 <= 1.0 - confidence {
+            return n;
+        }
+        n += 1;
+    }
+}
+
+/// Whether N samples support a percentile (MLPerf's bound at 99 % confidence).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PercentileSupport {
+    pub percentile: &'static str,
+    pub min_samples: usize,
+    pub supported: bool,
+}
+
+/// Support of P90, P99 and P99.9 for `n` samples.
+pub fn percentile_support(n: usize) -> Vec<PercentileSupport> {
+    [("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999)]
+        .into_iter()
+        .map(|(name, q)| {
+            let m = min_samples(q, 0.99);
+            PercentileSupport {
+                percentile: name,
+                min_samples: m,
+                supported: n >= m,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -85,12 +141,27 @@ mod tests {
         // mean 2.5; sample std = sqrt(((1.5² + 0.5²)·2)/3) = sqrt(5/3)
         let s = Summary::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
         assert_eq!((s.n, s.min, s.max, s.mean, s.p50), (4, 1.0, 4.0, 2.5, 2.5));
-        assert!((s.std - (5.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        assert!((s.stddev - (5.0f64 / 3.0).sqrt()).abs() < 1e-12);
         let one = Summary::of(&[7.0]).unwrap();
-        assert_eq!((one.p50, one.p99, one.std), (7.0, 7.0, 0.0));
+        assert_eq!(
+            (one.p50, one.p99, one.stddev, one.p999),
+            (7.0, 7.0, 0.0, None)
+        );
         let ties = Summary::of(&[5.0; 10]).unwrap();
-        assert_eq!((ties.p90, ties.std), (5.0, 0.0));
+        assert_eq!((ties.p90, ties.stddev), (5.0, 0.0));
         assert_eq!(Summary::of(&[]), None);
         assert_eq!(Summary::of(&[1.0, f64::NAN]), None);
+        let big: Vec<f64> = (0..1000).map(|i| i as f64).collect();
+        // numpy.percentile(range(1000), 99.9) = 998.001
+        assert!((Summary::of(&big).unwrap().p999.unwrap() - 998.001).abs() < 1e-9);
+    }
+
+    #[test]
+    fn mlperf_minimum_samples() {
+        assert_eq!(min_samples(0.90, 0.99), 64);
+        assert_eq!(min_samples(0.99, 0.99), 662);
+        let s = percentile_support(100);
+        assert!(s[0].supported && !s[1].supported && !s[2].supported);
+        assert!(s[2].min_samples > 6000);
     }
 }

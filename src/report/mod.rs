@@ -2,6 +2,7 @@
 //! Files are written atomically with [`write_atomic`].
 
 pub mod accuracy;
+pub mod bench;
 pub mod conformance;
 pub mod devices;
 pub mod inspect;

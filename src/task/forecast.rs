@@ -58,14 +58,21 @@ fn parse_timestamp(s: &str) -> Option<i64> {
 /// Reads and validates a series: header, parseable timestamps, no missing values.
 pub fn read_series(path: &Path) -> Result<Vec<Row>, SeriesError> {
     let p = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| SeriesError::Read {
+        path: p.clone(),
+        reason: e.to_string(),
+    })?;
+    parse_series(&bytes, &p)
+}
+
+/// Parses and validates a series held in memory; `label` names it in errors.
+pub fn parse_series(bytes: &[u8], label: &str) -> Result<Vec<Row>, SeriesError> {
+    let p = label.to_string();
     let invalid = |reason: String| SeriesError::Invalid {
         path: p.clone(),
         reason,
     };
-    let mut r = csv::Reader::from_path(path).map_err(|e| SeriesError::Read {
-        path: p.clone(),
-        reason: e.to_string(),
-    })?;
+    let mut r = csv::Reader::from_reader(bytes);
     let header: Vec<String> = r
         .headers()
         .map_err(|e| invalid(e.to_string()))?

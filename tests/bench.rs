@@ -1,0 +1,490 @@
+//! `acceval bench` end to end: the harness against the deterministic `mock` backend (known
+//! delays, so the formulas can be checked exactly), every metric on the real `cpu` backend
+//! with a zoo model, the batch sweep, the telemetry sampler, a PTDaemon peer, and Ctrl-C.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use acceval::measure::telemetry::{self, ProbeOptions};
+use acceval::model::build::{GraphBuilder, node, tensor_f32};
+use acceval::model::onnx::DataType;
+use common::*;
+use serde_json::Value;
+
+/// y = x·W with x [N, 64] (N dynamic, or fixed when `batch` is given).
+fn matmul(dir: &Path, batch: i64) -> String {
+    let p = dir.join(format!("matmul-{batch}.onnx"));
+    std::fs::write(
+        &p,
+        GraphBuilder::new("mm")
+            .input("x", DataType::FLOAT, &[batch, 64])
+            .init(tensor_f32("W", &[64, 16], 1))
+            .node(node("MatMul", &["x", "W"], &["y"], vec![]))
+            .output("y", DataType::FLOAT, &[batch, 16])
+            .encode(13),
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+fn json(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
+}
+
+fn csv_rows(p: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+/// The mock waits exactly `forward_ms` per run: latency, FPS = N/ΣTi and throughput =
+/// N/(end − start) follow from the samples, with idle gaps in the second only.
+#[test]
+fn mock_backend_checks_the_formulas() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = matmul(dir.path(), 1);
+    let samples = dir.path().join("samples.csv");
+    let summary = dir.path().join("summary.csv");
+    let (code, out, err) = acceval(&[
+        "bench",
+        "--model",
+        &m,
+        "--backend",
+        "mock",
+        "--ep-option",
+        "forward_ms=2",
+        "--runs",
+        "80",
+        "--duration",
+        "0",
+        "--warmup",
+        "3",
+        "--interval-ms",
+        "3",
+        "--sample-ms",
+        "0",
+        "--json",
+        "--export-samples",
+        samples.to_str().unwrap(),
+        "--export-csv",
+        summary.to_str().unwrap(),
+        "--max-cv",
+        "100",
+        "--stability",
+        "100",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = json(&out);
+    assert_eq!(r["mode"], "model-only");
+    assert_eq!(r["samples"], 80);
+    assert_eq!(r["warmup_samples"], 3);
+    let mean = r["latency_ms"]["mean"].as_f64().unwrap();
+    assert!(mean >= 2.0, "mean {mean}");
+    assert!(r["latency_ms"]["min"].as_f64().unwrap() >= 2.0);
+    let fwd = r["stages"]["forward"]["latency_ms"]["mean"]
+        .as_f64()
+        .unwrap();
+    // Everything outside the session's run (the harness, dropping outputs) is small.
+    assert!(
+        fwd >= 2.0 && fwd <= mean && mean - fwd < 0.2,
+        "{fwd} vs {mean}"
+    );
+    // FPS and throughput recomputed from the exported samples.
+    let rows = csv_rows(&samples);
+    assert_eq!(rows[0], ["index", "start_ms", "latency_ms", "forward_ms"]);
+    let v: Vec<(f64, f64)> = rows[1..]
+        .iter()
+        .map(|r| (r[1].parse().unwrap(), r[2].parse().unwrap()))
+        .collect();
+    assert_eq!(v.len(), 80);
+    let sum_s: f64 = v.iter().map(|x| x.1).sum::<f64>() / 1e3;
+    let fps = r["fps"]["value"].as_f64().unwrap();
+    assert!(
+        (fps - 80.0 / sum_s).abs() / fps < 1e-9,
+        "{fps} vs {}",
+        80.0 / sum_s
+    );
+    let (first, last) = (v[0], v[79]);
+    let wall_s = (last.0 + last.1 - first.0) / 1e3;
+    let thr = r["throughput"]["value"].as_f64().unwrap();
+    assert!(
+        (thr - 80.0 / wall_s).abs() / thr < 1e-4,
+        "{thr} vs {}",
+        80.0 / wall_s
+    );
+    // With 3 ms idle gaps the wall-clock throughput is at most 1/(2 + 3 ms).
+    assert!(
+        thr < 1000.0 / 5.0 && thr < fps,
+        "fps {fps}, throughput {thr}"
+    );
+    // The summary CSV has MindIE's columns.
+    let s = csv_rows(&summary);
+    assert_eq!(
+        s[0],
+        [
+            "metric", "unit", "average", "min", "max", "stddev", "p50", "p75", "p90", "p99",
+            "p99.9", "n"
+        ]
+    );
+    assert_eq!(s[1][0], "latency");
+    assert!(s.iter().any(|r| r[0] == "fps"));
+    // The harness costs well under a microsecond per sample.
+    let oh = r["harness_overhead_us"].as_f64().unwrap();
+    assert!(oh > 0.0 && oh < 5.0, "{oh} µs");
+}
+
+#[test]
+fn too_few_samples_are_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = matmul(dir.path(), 1);
+    let args = [
+        "bench",
+        "--model",
+        &m,
+        "--backend",
+        "mock",
+        "--runs",
+        "20",
+        "--duration",
+        "0",
+        "--sample-ms",
+        "0",
+        "--json",
+    ];
+    let (code, out, _) = acceval(&args);
+    assert_eq!(code, 1);
+    let r = json(&out);
+    assert_eq!(r["validity"]["result"], "INVALID");
+    let rule = &r["validity"]["rules"][0];
+    assert_eq!(rule["rule"], "samples for P90");
+    assert_eq!(rule["passed"], false);
+    assert!(rule["detail"].as_str().unwrap().contains("at least 64"));
+    let support = r["percentile_support"].as_array().unwrap();
+    assert_eq!(support[1]["min_samples"], 662);
+    let mut a = args.to_vec();
+    a.push("--allow-invalid");
+    assert_eq!(acceval(&a).0, 0);
+    // P99 needs 662.
+    let (code, out, _) = acceval(&[
+        "bench",
+        "--model",
+        &m,
+        "--backend",
+        "mock",
+        "--runs",
+        "100",
+        "--duration",
+        "0",
+        "--sample-ms",
+        "0",
+        "--percentile",
+        "99",
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        json(&out)["validity"]["rules"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("662")
+    );
+}
+
+/// Every metric on the real CPU backend with a zoo model's whole pipeline.
+#[test]
+fn cpu_pipeline_reports_every_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let (j, s, t, c) = (
+        dir.path().join("r.json"),
+        dir.path().join("s.csv"),
+        dir.path().join("t.csv"),
+        dir.path().join("c.csv"),
+    );
+    let (code, out, err) = acceval(&[
+        "bench",
+        "--model",
+        "lstm-load-forecast",
+        "--runs",
+        "70",
+        "--duration",
+        "1",
+        "--sample-ms",
+        "200",
+        "--max-cv",
+        "10",
+        "--stability",
+        "10",
+        "--export-json",
+        j.to_str().unwrap(),
+        "--export-samples",
+        s.to_str().unwrap(),
+        "--export-telemetry",
+        t.to_str().unwrap(),
+        "--export-csv",
+        c.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("Validity: VALID"), "{out}");
+    let r = json(&std::fs::read_to_string(&j).unwrap());
+    assert_eq!(r["mode"], "pipeline");
+    assert_eq!(r["task"], "forecasting");
+    assert!(r["samples"].as_u64().unwrap() >= 70);
+    assert!(r["wall_s"].as_f64().unwrap() >= 1.0);
+    for st in ["decode", "preprocess", "forward", "postprocess"] {
+        let x = &r["stages"][st]["latency_ms"];
+        for k in [
+            "mean", "min", "max", "stddev", "p50", "p75", "p90", "p99", "n",
+        ] {
+            assert!(x[k].is_number(), "{st}.{k}: {x}");
+        }
+    }
+    // The stages add up to no more than the end-to-end time.
+    let sum: f64 = ["decode", "preprocess", "forward", "postprocess"]
+        .iter()
+        .map(|st| r["stages"][st]["latency_ms"]["mean"].as_f64().unwrap())
+        .sum();
+    let e2e = r["latency_ms"]["mean"].as_f64().unwrap();
+    assert!(sum <= e2e * 1.0001 && sum > e2e * 0.8, "{sum} vs {e2e}");
+    assert!(r["cold_start"]["first_inference_ms"].as_f64().unwrap() > 0.0);
+    assert!(r["fps"]["value"].as_f64().unwrap() > 0.0);
+    // Telemetry: CPU works here, power does not, and says why instead of 0 W.
+    let tm = &r["telemetry"];
+    let cpu = tm["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "cpu.util_pct")
+        .unwrap();
+    assert!(cpu["mean"].as_f64().unwrap() > 0.0);
+    assert!(tm["ticks"].as_u64().unwrap() >= 6);
+    if tm["energy"].as_array().unwrap().is_empty() {
+        assert!(
+            tm["energy_unavailable"]
+                .as_str()
+                .unwrap()
+                .starts_with("n/a")
+        );
+    }
+    let tele = csv_rows(&t);
+    assert_eq!(tele[0][0], "t_ms");
+    assert!(tele[0].iter().any(|h| h == "process.rss_mb"));
+    // The telemetry window is the measured window (to within a tick's read time).
+    let last_t: f64 = tele.last().unwrap()[0].parse().unwrap();
+    let wall_ms = r["wall_s"].as_f64().unwrap() * 1e3;
+    assert!((last_t - wall_ms).abs() < 100.0, "{last_t} vs {wall_ms}");
+    assert_eq!(csv_rows(&s)[0][3], "decode_ms");
+    assert!(csv_rows(&c).len() >= 7);
+}
+
+#[test]
+fn batch_sweep_needs_a_dynamic_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let dynamic = matmul(dir.path(), -1);
+    let (code, out, err) = acceval(&[
+        "bench",
+        "--model",
+        &dynamic,
+        "--shape",
+        "x:1x64",
+        "--batch",
+        "1,8",
+        "--runs",
+        "64",
+        "--duration",
+        "0",
+        "--sample-ms",
+        "0",
+        "--max-cv",
+        "100",
+        "--stability",
+        "100",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = json(&out);
+    let b = r["batch_sweep"].as_array().unwrap();
+    assert_eq!(b.len(), 2);
+    assert_eq!(b[1]["batch"], 8);
+    // 8 × 64 FP32 = 2,048 bytes per run.
+    let mbs = b[1]["input_mb_per_s"].as_f64().unwrap();
+    let wall = b[1]["samples_per_s_wall"].as_f64().unwrap();
+    assert!((mbs - wall / 8.0 * 2048.0 / 1e6).abs() / mbs < 1e-9);
+    assert!(b[1]["samples_per_s"].as_f64().unwrap() >= wall * 0.999);
+    let fixed = matmul(dir.path(), 1);
+    let (code, _, err) = acceval(&[
+        "bench",
+        "--model",
+        &fixed,
+        "--batch",
+        "4",
+        "--runs",
+        "5",
+        "--duration",
+        "0",
+        "--sample-ms",
+        "0",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("static batch dimension"), "{err}");
+}
+
+/// A thread that burns CPU for 0.6 s, then idles for 0.5 s, is seen by the sampler.
+#[test]
+fn sampler_sees_a_busy_thread() {
+    let (sensors, status) = telemetry::probe(&ProbeOptions {
+        powercap: Some("/nonexistent".into()),
+        ..Default::default()
+    });
+    assert!(
+        status
+            .iter()
+            .any(|s| s.sensor == "cpu" && s.status.starts_with("available")),
+        "{status:?}"
+    );
+    let rapl = status.iter().find(|s| s.sensor == "rapl").unwrap();
+    assert!(rapl.status.starts_with("n/a: no RAPL"), "{}", rapl.status);
+    let s = telemetry::start(sensors, Duration::from_millis(100));
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_millis(600) {
+        std::hint::black_box(0u64.wrapping_add(1));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let r = s.stop();
+    assert!(r.ticks.len() >= 10, "{} ticks", r.ticks.len());
+    let i = r
+        .channels
+        .iter()
+        .position(|c| c.name == "process.cpu_pct")
+        .unwrap();
+    let v: Vec<f64> = r.ticks.iter().map(|t| t.values[i]).collect();
+    assert!(v[0].is_nan(), "the first tick is the baseline");
+    let busy = v[1..6].iter().sum::<f64>() / 5.0;
+    let idle = v[8..v.len() - 1].iter().sum::<f64>() / (v.len() - 9) as f64;
+    eprintln!("process CPU: busy {busy:.1} %, idle {idle:.1} % ({v:?})");
+    // On a loaded machine the busy thread may get less than a whole core; what matters is
+    // that the sampler sees the busy phase and the idle one apart.
+    assert!(busy > 30.0 && idle < 15.0 && busy > 3.0 * idle, "{v:?}");
+}
+
+/// A PTDaemon peer on 127.0.0.1:0 answering `Watts,123.5`: the wall power and energy.
+#[test]
+fn ptdaemon_peer_gives_wall_power_and_energy() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let peer = std::thread::spawn(move || {
+        let (s, _) = l.accept().unwrap();
+        let mut w = s.try_clone().unwrap();
+        let mut commands = Vec::new();
+        for line in BufReader::new(s).lines() {
+            let Ok(line) = line else { break };
+            let reply = match line.trim() {
+                "Hello" => "Hello, PTDaemon here!".to_string(),
+                "Watts" => "Watts,123.500000".to_string(),
+                other => format!("Error: unknown command {other}"),
+            };
+            commands.push(line.trim().to_string());
+            if w.write_all(format!("{reply}\r\n").as_bytes()).is_err() {
+                break;
+            }
+        }
+        commands
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let m = matmul(dir.path(), 1);
+    let (code, out, err) = acceval(&[
+        "bench",
+        "--model",
+        &m,
+        "--backend",
+        "mock",
+        "--ep-option",
+        "forward_ms=1",
+        "--runs",
+        "64",
+        "--duration",
+        "1",
+        "--sample-ms",
+        "100",
+        "--ptd",
+        &addr,
+        "--json",
+        "--max-cv",
+        "100",
+        "--stability",
+        "100",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let r = json(&out);
+    let e = r["telemetry"]["energy"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["device"] == "wall (power analyser)")
+        .unwrap_or_else(|| panic!("{}", r["telemetry"]))
+        .clone();
+    assert_eq!(e["method"], "trapezoid of power samples");
+    assert!((e["average_power_w"].as_f64().unwrap() - 123.5).abs() < 1e-9);
+    let window = r["telemetry"]["window_s"].as_f64().unwrap();
+    assert!((e["joules"].as_f64().unwrap() - 123.5 * window).abs() < 123.5 * 0.15);
+    let n = r["samples"].as_f64().unwrap();
+    let ipj = e["inferences_per_joule"].as_f64().unwrap();
+    assert!((ipj - n / e["joules"].as_f64().unwrap()).abs() < 1e-9);
+    let commands = peer.join().unwrap();
+    assert_eq!(commands[0], "Hello");
+    assert!(commands.iter().filter(|c| *c == "Watts").count() >= 10);
+}
+
+/// Ctrl-C mid-run: what was measured is written, marked incomplete.
+#[test]
+fn ctrl_c_writes_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = matmul(dir.path(), 1);
+    let j = dir.path().join("r.json");
+    let bin = assert_cmd::cargo::cargo_bin("acceval");
+    let child = std::process::Command::new(bin)
+        .args([
+            "bench",
+            "--model",
+            &m,
+            "--backend",
+            "mock",
+            "--ep-option",
+            "forward_ms=1",
+            "--runs",
+            "1000000",
+            "--duration",
+            "60",
+            "--sample-ms",
+            "100",
+            "--export-json",
+            j.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json(&std::fs::read_to_string(&j).unwrap());
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["error"], "interrupted (Ctrl-C)");
+    assert!(r["samples"].as_u64().unwrap() > 100);
+    assert_eq!(r["validity"]["result"], "INVALID");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("INCOMPLETE: interrupted"), "{stdout}");
+}
