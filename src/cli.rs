@@ -103,6 +103,10 @@ pub struct BenchArgs {
     /// batch dimension; model only).
     #[arg(long, value_delimiter = ',', value_name = "B,B,...")]
     pub batch: Vec<usize>,
+    /// Peak power (§7.1.6 b): raise the batch 1, 2, 4, ... until throughput stops growing
+    /// (< 5 %) and report the largest power sample (model only, dynamic batch).
+    #[arg(long)]
+    pub peak_power: bool,
     /// Telemetry interval, ms (0 turns telemetry off).
     #[arg(long, default_value_t = 1000)]
     pub sample_ms: u64,

@@ -315,6 +315,33 @@ fn batch_sweep_needs_a_dynamic_batch() {
     let wall = b[1]["samples_per_s_wall"].as_f64().unwrap();
     assert!((mbs - wall / 8.0 * 2048.0 / 1e6).abs() / mbs < 1e-9);
     assert!(b[1]["samples_per_s"].as_f64().unwrap() >= wall * 0.999);
+    // Peak power: the batch doubles until samples/s stops growing; no sensor here → n/a.
+    let (code, out, err) = acceval(&[
+        "bench",
+        "--model",
+        &dynamic,
+        "--shape",
+        "x:1x64",
+        "--peak-power",
+        "--runs",
+        "20",
+        "--duration",
+        "0",
+        "--sample-ms",
+        "100",
+        "--allow-invalid",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let pp = &json(&out)["peak_power"];
+    let steps = pp["steps"].as_array().unwrap();
+    assert!(steps.len() >= 2);
+    for (k, st) in steps.iter().enumerate() {
+        assert_eq!(st["batch"], 1u64 << k);
+    }
+    if pp["peak"].as_array().unwrap().is_empty() {
+        assert!(pp["unavailable"].as_str().unwrap().starts_with("n/a"));
+    }
     let fixed = matmul(dir.path(), 1);
     let (code, _, err) = acceval(&[
         "bench",
@@ -487,4 +514,67 @@ fn ctrl_c_writes_what_was_measured() {
     assert_eq!(r["validity"]["result"], "INVALID");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("INCOMPLETE: interrupted"), "{stdout}");
+}
+
+/// acceval's harness on `ort:cpu` against a plain Python onnxruntime loop on the same model,
+/// input and threads (scripts/ort_python_loop.py), alternating three rounds: acceval's
+/// median must not be slower beyond noise.
+#[test]
+fn harness_is_not_slower_than_a_python_onnxruntime_loop() {
+    if !ort_available() {
+        return;
+    }
+    let Some(py) = python() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let set = root.join("reference_outputs/mobilenetv2-meter/test_data_set_0");
+    let model = acceval::model::zoo::resolve(Path::new("mobilenetv2-meter")).unwrap();
+    let (mut ours, mut theirs) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..3 {
+        let (code, out, err) = acceval(&[
+            "bench",
+            "--model",
+            model.to_str().unwrap(),
+            "--backend",
+            "ort:cpu",
+            "--threads",
+            "1",
+            "--model-only",
+            "--inputs",
+            set.to_str().unwrap(),
+            "--runs",
+            "150",
+            "--duration",
+            "0",
+            "--sample-ms",
+            "0",
+            "--allow-invalid",
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        ours = ours.min(json(&out)["latency_ms"]["p50"].as_f64().unwrap());
+        let o = std::process::Command::new(&py)
+            .args([
+                root.join("scripts/ort_python_loop.py").to_str().unwrap(),
+                model.to_str().unwrap(),
+                set.join("input_0.pb").to_str().unwrap(),
+                "1",
+                "150",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        theirs = theirs.min(
+            json(&String::from_utf8_lossy(&o.stdout))["median_ms"]
+                .as_f64()
+                .unwrap(),
+        );
+    }
+    eprintln!(
+        "mobilenetv2-meter, ort:cpu, 1 thread: acceval median {ours:.3} ms, Python loop {theirs:.3} ms, ratio {:.3}",
+        ours / theirs
+    );
+    assert!(
+        ours <= theirs * 1.25,
+        "acceval {ours} ms vs Python {theirs} ms"
+    );
 }

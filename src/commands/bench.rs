@@ -105,6 +105,9 @@ pub struct BenchReport {
     pub throughput: Figure,
     pub validity: Validity,
     pub batch_sweep: Vec<BatchPoint>,
+    /// `--peak-power`: the batch raised until throughput stops growing (§7.1.6 b).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_power: Option<PeakPower>,
     pub telemetry: Option<TelemetrySummary>,
     pub samples: usize,
     pub wall_s: f64,
@@ -202,7 +205,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
     let specs = input_specs(&model)?;
     let zoo_entry = zoo_identity(&model);
     let task = args.task.or(zoo_entry.as_ref().map(|(e, _)| e.task));
-    let model_only = args.model_only || task.is_none() || !args.batch.is_empty();
+    let model_only = args.model_only || task.is_none() || !args.batch.is_empty() || args.peak_power;
     let stop = stop_flag();
 
     // The inputs, all in memory before anything is timed.
@@ -498,62 +501,27 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
 
     // Offline throughput over batch sizes (model only, dynamic batch).
     let mut batch_sweep = Vec::new();
-    if !args.batch.is_empty() && measured.error.is_none() && !measured.interrupted {
+    let mut peak_power = None;
+    if (!args.batch.is_empty() || args.peak_power)
+        && measured.error.is_none()
+        && !measured.interrupted
+    {
         let Work::Tensors(sets) = &work else {
-            unreachable!("--batch runs model only")
+            unreachable!("--batch and --peak-power run model only")
+        };
+        let ctx = BatchCtx {
+            model: &model,
+            args: &args,
+            specs: &specs,
+            base: &sets[0],
+            policy: &policy,
+            stop: &stop,
         };
         for &b in &args.batch {
-            if b == 0 {
-                bail!("--batch sizes must be at least 1");
-            }
-            let batched: Vec<HostTensor> = sets[0]
-                .iter()
-                .zip(&specs)
-                .map(|(t, s)| {
-                    if s.dims.first().and_then(|d| d.known()).is_some_and(|d| d as usize != b) {
-                        bail!(
-                            "input '{}' has a static batch dimension {}; --batch needs a model with a dynamic first dimension",
-                            s.name,
-                            crate::model::shape::shape_str(&s.dims)
-                        );
-                    }
-                    Ok(HostTensor {
-                        name: t.name.clone(),
-                        data: repeat_batch(&t.data, b)?,
-                    })
-                })
-                .collect::<anyhow::Result<_>>()?;
-            let shapes = batched
-                .iter()
-                .map(|t| (t.name.clone(), t.data.shape().to_vec()))
-                .collect();
-            let opts = load_options(&args.backend, shapes, false)?;
-            let mut s = backend::load(&model, &args.backend.backend, &opts)?;
-            let m = harness::run(
-                &policy,
-                |_, st| {
-                    let t = Instant::now();
-                    let out = s.run(&batched)?;
-                    s.synchronize()?;
-                    st[0] = t.elapsed().as_secs_f64() * 1e3;
-                    drop(out);
-                    Ok(())
-                },
-                &stop,
-                |_, _| {},
-            );
-            let tot: Vec<f64> = m.samples.iter().map(|x| x.total_ms).collect();
-            let sum: f64 = tot.iter().sum::<f64>() / 1e3;
-            let lat = Summary::of(&tot);
-            let nn = m.samples.len() as f64;
-            batch_sweep.push(BatchPoint {
-                batch: b,
-                samples_per_s: b as f64 * nn / sum,
-                samples_per_s_wall: b as f64 * nn / m.wall_s,
-                input_mb_per_s: bytes_of(&batched) as f64 * nn / 1e6 / m.wall_s,
-                validity: harness::validity(&policy, &m, lat.as_ref()),
-                latency_ms: lat,
-            });
+            batch_sweep.push(batch_point(&ctx, b, None)?.0);
+        }
+        if args.peak_power {
+            peak_power = Some(peak_power_sweep(&ctx)?);
         }
     }
 
@@ -602,6 +570,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         },
         validity,
         batch_sweep,
+        peak_power,
         telemetry,
         samples: measured.samples.len(),
         wall_s: measured.wall_s,
@@ -638,6 +607,187 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         Outcome::Ok
     } else {
         Outcome::NotCompliant
+    })
+}
+
+/// What a batch point needs.
+struct BatchCtx<'a> {
+    model: &'a Path,
+    args: &'a BenchArgs,
+    specs: &'a [crate::commands::run::InputSpec],
+    base: &'a [HostTensor],
+    policy: &'a Policy,
+    stop: &'a AtomicBool,
+}
+
+/// Runs the policy at batch `b` (a fresh session with the batched shapes), with telemetry
+/// over the timed window when `sample` is given.
+fn batch_point(
+    c: &BatchCtx,
+    b: usize,
+    sample: Option<Duration>,
+) -> anyhow::Result<(BatchPoint, Option<TelemetrySummary>)> {
+    if b == 0 {
+        bail!("--batch sizes must be at least 1");
+    }
+    let batched: Vec<HostTensor> = c
+        .base
+        .iter()
+        .zip(c.specs)
+        .map(|(t, s)| {
+            if s.dims.first().and_then(|d| d.known()).is_some_and(|d| d as usize != b) {
+                bail!(
+                    "input '{}' has a static batch dimension {}; --batch and --peak-power need a model with a dynamic first dimension",
+                    s.name,
+                    crate::model::shape::shape_str(&s.dims)
+                );
+            }
+            Ok(HostTensor {
+                name: t.name.clone(),
+                data: repeat_batch(&t.data, b)?,
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    let shapes = batched
+        .iter()
+        .map(|t| (t.name.clone(), t.data.shape().to_vec()))
+        .collect();
+    let opts = load_options(&c.args.backend, shapes, false)?;
+    let mut s = backend::load(c.model, &c.args.backend.backend, &opts)?;
+    let (sensors, status) = match sample {
+        Some(_) => telemetry::probe(&telemetry::ProbeOptions {
+            ptd: c.args.ptd.clone(),
+            powercap: None,
+        }),
+        None => (Vec::new(), Vec::new()),
+    };
+    let mut sampler = None;
+    let m = harness::run_windowed(
+        c.policy,
+        |_, st| {
+            let t = Instant::now();
+            let out = s.run(&batched)?;
+            s.synchronize()?;
+            st[0] = t.elapsed().as_secs_f64() * 1e3;
+            drop(out);
+            Ok(())
+        },
+        c.stop,
+        |_, _| {},
+        || {
+            if let Some(every) = sample {
+                sampler = Some(telemetry::start(sensors, every));
+            }
+        },
+    );
+    let rec = sampler.map(|s| s.stop());
+    if let Some(e) = &m.error {
+        bail!("batch {b}: {e}");
+    }
+    let tot: Vec<f64> = m.samples.iter().map(|x| x.total_ms).collect();
+    let sum: f64 = tot.iter().sum::<f64>() / 1e3;
+    let lat = Summary::of(&tot);
+    let nn = m.samples.len() as f64;
+    let bytes = bytes_of(&batched) as f64;
+    let tm = rec.map(|r| {
+        telemetry::summarise(
+            &r,
+            status,
+            b as u64 * m.samples.len() as u64,
+            bytes * nn / 1e6,
+        )
+    });
+    Ok((
+        BatchPoint {
+            batch: b,
+            samples_per_s: b as f64 * nn / sum,
+            samples_per_s_wall: b as f64 * nn / m.wall_s,
+            input_mb_per_s: bytes * nn / 1e6 / m.wall_s,
+            validity: harness::validity(c.policy, &m, lat.as_ref()),
+            latency_ms: lat,
+        },
+        tm,
+    ))
+}
+
+/// One step of the peak-power sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct PeakStep {
+    pub batch: usize,
+    pub samples_per_s: f64,
+    /// The largest power sample per device during this step, W.
+    pub max_power_w: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PeakPower {
+    pub definition: &'static str,
+    pub steps: Vec<PeakStep>,
+    /// The largest power sample per device over the sweep, W, and the batch it came at.
+    pub peak: Vec<(String, f64, usize)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// §7.1.6 b: batch 1, 2, 4, ... until samples/s grows by less than 5 % (or batch 1024),
+/// sampling power throughout; the peak is the largest power sample.
+fn peak_power_sweep(c: &BatchCtx) -> anyhow::Result<PeakPower> {
+    let every = Duration::from_millis(c.args.sample_ms.max(100));
+    let mut steps: Vec<PeakStep> = Vec::new();
+    let mut unavailable = None;
+    let mut b = 1usize;
+    let mut prev = 0.0f64;
+    loop {
+        let (p, tm) = batch_point(c, b, Some(every))?;
+        let mut max_power_w = BTreeMap::new();
+        if let Some(tm) = &tm {
+            for ch in tm
+                .channels
+                .iter()
+                .filter(|ch| ch.kind == telemetry::Kind::Power)
+            {
+                if let Some(m) = ch.max {
+                    max_power_w.insert(ch.name.clone(), m);
+                }
+            }
+            if max_power_w.is_empty() {
+                unavailable = tm.energy_unavailable.clone();
+            }
+        }
+        let gain = p.samples_per_s / prev.max(1e-12) - 1.0;
+        steps.push(PeakStep {
+            batch: b,
+            samples_per_s: p.samples_per_s,
+            max_power_w,
+        });
+        if (prev > 0.0 && gain < 0.05)
+            || b >= 1024
+            || c.stop.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            break;
+        }
+        prev = p.samples_per_s;
+        b *= 2;
+    }
+    let mut peak: Vec<(String, f64, usize)> = Vec::new();
+    for st in &steps {
+        for (d, &w) in &st.max_power_w {
+            match peak.iter_mut().find(|x| &x.0 == d) {
+                Some(x) if w > x.1 => *x = (d.clone(), w, st.batch),
+                Some(_) => {}
+                None => peak.push((d.clone(), w, st.batch)),
+            }
+        }
+    }
+    Ok(PeakPower {
+        definition: "batch 1, 2, 4, ... until samples/s grows by less than 5 %; the largest power sample of each device over the sweep (§7.1.6 b)",
+        unavailable: if peak.is_empty() {
+            Some(unavailable.unwrap_or_else(|| "n/a: no power sensor".into()))
+        } else {
+            None
+        },
+        steps,
+        peak,
     })
 }
 

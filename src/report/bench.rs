@@ -139,6 +139,33 @@ pub fn write_text(o: &mut impl Write, r: &BenchReport) -> std::io::Result<()> {
         super::right(&mut t, &[0, 1, 2, 3, 4]);
         writeln!(o, "{t}")?;
     }
+    if let Some(pp) = &r.peak_power {
+        writeln!(o)?;
+        writeln!(o, "Peak power — {}:", pp.definition)?;
+        for st in &pp.steps {
+            writeln!(
+                o,
+                "  batch {:>4}: {:.2} samples/s; max power {}",
+                st.batch,
+                st.samples_per_s,
+                if st.max_power_w.is_empty() {
+                    "n/a".to_string()
+                } else {
+                    st.max_power_w
+                        .iter()
+                        .map(|(d, w)| format!("{d} {w:.1} W"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            )?;
+        }
+        for (d, w, b) in &pp.peak {
+            writeln!(o, "  peak {d}: {w:.1} W at batch {b}")?;
+        }
+        if let Some(u) = &pp.unavailable {
+            writeln!(o, "  peak power: {}", u.split(" (").next().unwrap_or(u))?;
+        }
+    }
     if let Some(tm) = &r.telemetry {
         writeln!(o)?;
         writeln!(
