@@ -45,6 +45,56 @@ pub enum Command {
     /// Measure latency (§7.2.3), FPS (§7.2.4), utilization, power and energy (§7.2.6,
     /// §7.1.4–7.1.7) under a run policy, with validity rules and the MindIE statistics.
     Bench(BenchArgs),
+    /// Certify against a scenario profile: devices, Tables 1–2, accuracy (Table 3 vs 4),
+    /// speed with telemetry (Table 5), the clause table, and a compliance report.
+    Grade(GradeArgs),
+    /// Check a report folder: every file against manifest.json, report.json against the schema.
+    Verify {
+        /// The report folder (reports/<time>-<profile>-<backend>).
+        dir: PathBuf,
+    },
+    /// Render a report folder's views again from its report.json.
+    Report {
+        dir: PathBuf,
+        /// md, html or csv (the clause table).
+        #[arg(long, default_value = "md")]
+        format: String,
+    },
+    /// Scenario profiles.
+    Profile {
+        #[command(subcommand)]
+        command: ProfileCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// Validate a profile file (errors name the key and line).
+    Check { file: PathBuf },
+    /// List the shipped profiles.
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct GradeArgs {
+    /// A shipped profile's name (line-inspection-realtime, line-inspection-offline,
+    /// substation-monitoring, bigdata-forecast) or a profile file.
+    #[arg(long)]
+    pub profile: String,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// The report folder [default: reports/<UTC time>-<profile>-<backend>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Override the profile's minimum runs (the report marks the policy as overridden).
+    #[arg(long)]
+    pub runs: Option<usize>,
+    /// Override the profile's minimum duration, s (marked as overridden).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// A SPEC PTDaemon serving a power analyser (wall power).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub ptd: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -47,5 +47,9 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Reference(args) => commands::reference::run(args),
         cli::Command::Accuracy(args) => commands::accuracy::run(args),
         cli::Command::Bench(args) => commands::bench::run(args),
+        cli::Command::Grade(args) => commands::grade::run(args),
+        cli::Command::Verify { dir } => commands::grade::verify(&dir),
+        cli::Command::Report { dir, format } => commands::grade::render(&dir, &format),
+        cli::Command::Profile { command } => commands::grade::profile_command(command),
     }
 }

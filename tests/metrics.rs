@@ -68,3 +68,68 @@ fn metrics_match_numpy_float64() {
         }
     }
 }
+
+const NUMPY_PERCENTILES: &str = r#"
+import sys, json, numpy as np
+out = sys.argv[1]
+rng = np.random.default_rng(7)
+cases = {
+  "lognormal": rng.lognormal(1.0, 0.5, 1237),
+  "ties": np.repeat(np.array([1.0, 2.0, 2.0, 3.0]), 25),
+  "two": np.array([5.0, 1.0]),
+  "one": np.array([4.25]),
+}
+res = {}
+for k, v in cases.items():
+    np.save(f"{out}/{k}.npy", v)
+    res[k] = {p: float(np.percentile(v, p)) for p in (50, 75, 90, 99, 99.9)}
+    res[k]["mean"] = float(np.mean(v)); res[k]["std"] = float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+print(json.dumps(res))
+"#;
+
+/// The percentile rule (linear interpolation) and the summary against numpy.
+#[test]
+fn summary_statistics_match_numpy() {
+    let py = std::env::var("ACCEVAL_PYTHON").unwrap_or_else(|_| "python3".into());
+    if !std::process::Command::new(&py)
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
+            panic!("ACCEVAL_REQUIRE_PYTHON=1 but '{py}' has no numpy");
+        }
+        eprintln!("SKIPPED: numpy comparison (pip install numpy)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(&py)
+        .args(["-c", NUMPY_PERCENTILES, dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for case in ["lognormal", "ties", "two", "one"] {
+        let v = io::read_npy(&dir.path().join(format!("{case}.npy")))
+            .unwrap()
+            .to_f64();
+        let s = acceval::measure::stats::Summary::of(&v).unwrap();
+        let w = &want[case];
+        let close = |got: f64, key: &str| {
+            let e = w[key].as_f64().unwrap();
+            assert!((got - e).abs() <= 1e-12 * e.abs().max(1.0), "{case} {key}: {got} vs numpy {e}");
+        };
+        close(s.p50, "50");
+        close(s.p75, "75");
+        close(s.p90, "90");
+        close(s.p99, "99");
+        close(s.mean, "mean");
+        close(s.stddev, "std");
+        if v.len() >= 1000 {
+            close(s.p999.unwrap(), "99.9");
+        } else {
+            assert_eq!(s.p999, None);
+        }
+    }
+    assert!(acceval::measure::stats::Summary::of(&[]).is_none());
+}

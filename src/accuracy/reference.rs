@@ -106,6 +106,8 @@ pub struct Plan<'a> {
     pub threads: Option<usize>,
     /// Compare against the other CPU engine (refused when they disagree).
     pub cross_check: bool,
+    /// Why not, when `cross_check` is false (recorded in the manifest).
+    pub no_cross_check_reason: String,
     pub input_source: String,
     pub preprocessing: String,
     pub inputs: Vec<RefInput>,
@@ -222,7 +224,7 @@ pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
         }
     } else {
         CrossCheck {
-            status: "not done: --no-cross-check".into(),
+            status: format!("not done: {}", plan.no_cross_check_reason),
             backend: other.to_string(),
             engine: String::new(),
             tolerance_rel_l2: CROSS_CHECK_REL_L2,

@@ -155,7 +155,7 @@ fn threshold_text(level: Option<Level>) -> String {
 }
 
 /// The reference for `model` and how they relate; produced on first use for zoo models.
-fn find_reference(
+pub fn find_reference(
     model: &Path,
     explicit: Option<&Path>,
     b: &BackendArgs,
@@ -172,12 +172,26 @@ fn find_reference(
     if explicit.is_none() && !dir.join(crate::accuracy::reference::MANIFEST).is_file() {
         let (e, _) = zoo.as_ref().expect("zoo model");
         eprintln!(
-            "acceval: no reference for {} in {}: computing it (FP32 on cpu, cross-checked on ort:cpu)",
+            "acceval: no reference for {} in {}: computing it (FP32 on cpu, cross-checked on ort:cpu when installed)",
             e.name,
             dir.display()
         );
         let fp32 = zoo::resolve(Path::new(e.name))?;
-        let plan = zoo_plan(e, &fp32, "cpu".parse().expect("valid"), b.threads, true)?;
+        // The cross-check needs ONNX Runtime; without it (a fresh machine) the reference is
+        // computed on tract alone and its manifest says the cross-check was not done.
+        let ort = backend::find("ort").map(|o| o.probe());
+        let cross = matches!(&ort, Ok(a) if a.is_available());
+        if !cross {
+            eprintln!(
+                "acceval: warning: ONNX Runtime is not installed, so the reference of {} is not cross-checked (pip install onnxruntime, then `acceval reference --model {}`)",
+                e.name, e.name
+            );
+        }
+        let mut plan = zoo_plan(e, &fp32, "cpu".parse().expect("valid"), b.threads, cross)?;
+        if !cross {
+            plan.no_cross_check_reason =
+                "ONNX Runtime was not installed when the reference was computed on first use".into();
+        }
         crate::accuracy::reference::produce(&plan, &dir).map_err(|err| {
             err.context(format!(
                 "computing the reference of {} (or make it with `acceval reference --model {} [--backend ort:cpu] [--no-cross-check]`)",

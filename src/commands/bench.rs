@@ -138,7 +138,7 @@ fn stage_def(name: &str) -> &'static str {
 }
 
 /// The stop flag, set by SIGINT/SIGTERM.
-fn stop_flag() -> Arc<AtomicBool> {
+pub fn stop_flag() -> Arc<AtomicBool> {
     let f = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&f));
@@ -195,6 +195,38 @@ fn read_files(path: &Path, exts: &[&str]) -> anyhow::Result<Vec<(String, Vec<u8>
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
+    let report = measure(&args, &stop_flag())?;
+    write_exports(&args, &report)?;
+    let mut o = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut o, &report)?;
+        writeln!(o)?;
+    } else {
+        crate::report::bench::write_text(&mut o, &report)?;
+    }
+    if let (Some(e), false) = (&report.error, report.error.as_deref() == Some(INTERRUPTED)) {
+        bail!(
+            "{e}: {} samples were measured before it{}",
+            report.samples,
+            if args.export_json.is_some() {
+                " (written, complete: false)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(if report.validity.result == "VALID" || args.allow_invalid {
+        Outcome::Ok
+    } else {
+        Outcome::NotCompliant
+    })
+}
+
+/// The error of an interrupted run.
+pub const INTERRUPTED: &str = "interrupted (Ctrl-C)";
+
+/// Runs the whole measurement of `args` (no output); `stop` ends it early.
+pub fn measure(args: &BenchArgs, stop: &AtomicBool) -> anyhow::Result<BenchReport> {
     if !(0.0..100.0).contains(&args.percentile) || args.percentile <= 0.0 {
         bail!("--percentile {} must be in (0, 100)", args.percentile);
     }
@@ -206,7 +238,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
     let zoo_entry = zoo_identity(&model);
     let task = args.task.or(zoo_entry.as_ref().map(|(e, _)| e.task));
     let model_only = args.model_only || task.is_none() || !args.batch.is_empty() || args.peak_power;
-    let stop = stop_flag();
 
     // The inputs, all in memory before anything is timed.
     let (work, source) = if !model_only {
@@ -578,36 +609,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         error: measured.error.clone().or_else(|| {
             measured
                 .interrupted
-                .then(|| "interrupted (Ctrl-C)".to_string())
+                .then(|| INTERRUPTED.to_string())
         }),
         raw: measured.samples,
         stage_names,
         recording,
     };
-    write_exports(&args, &report)?;
-    let mut o = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut o, &report)?;
-        writeln!(o)?;
-    } else {
-        crate::report::bench::write_text(&mut o, &report)?;
-    }
-    if let Some(e) = &measured.error {
-        bail!(
-            "{e}: {} samples were measured before it{}",
-            report.samples,
-            if args.export_json.is_some() {
-                " (written, complete: false)"
-            } else {
-                ""
-            }
-        );
-    }
-    Ok(if report.validity.result == "VALID" || args.allow_invalid {
-        Outcome::Ok
-    } else {
-        Outcome::NotCompliant
-    })
+    Ok(report)
 }
 
 /// What a batch point needs.

@@ -4,6 +4,7 @@ pub mod accuracy;
 pub mod bench;
 pub mod conformance;
 pub mod devices;
+pub mod grade;
 pub mod inputs;
 pub mod inspect;
 pub mod reference;

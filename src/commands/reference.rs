@@ -62,6 +62,7 @@ pub fn zoo_plan<'a>(
         primary,
         threads,
         cross_check,
+        no_cross_check_reason: "--no-cross-check".into(),
         input_source: format!(
             "input set '{}' (inputs/{}/manifest.toml; `acceval inputs build {}` writes the files)",
             entry.input_set, entry.input_set, entry.input_set
@@ -352,6 +353,7 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
                 primary: args.backend.clone(),
                 threads: args.threads,
                 cross_check: !args.no_cross_check,
+                no_cross_check_reason: "--no-cross-check".into(),
                 input_source,
                 preprocessing,
                 inputs,

@@ -4,11 +4,13 @@
 //! one ladder: C1 >= 1000, C2 >= 100, C3 >= 10, C4 > 0 (SPEC.md §4). C1 is the largest
 //! model class. A model with no parameters (or no FLOPs) has no level.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+pub mod profile;
 
 /// A level of the standard's tables. C1 is the top rung of Tables 1–2 (the largest models)
 /// and of Table 5 (the most demanding speed); in Table 3 C4 is the strictest accuracy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Level {
     C1,
     C2,

@@ -878,9 +878,20 @@ pub fn start(mut sensors: Vec<Box<dyn Sensor>>, interval: Duration) -> Sampler {
                     ticks.push(read_all(t0));
                     k += 1 + missed;
                 }
-                // Stopped (or the harness went away): one last tick at the window end.
+                // Stopped (or the harness went away): one last tick at the window end. A
+                // utilization over a sliver of time (under half an interval) is mostly
+                // counter granularity (/proc ticks are 10 ms): it is left out.
                 _ => {
-                    ticks.push(read_all(t0));
+                    let mut last = read_all(t0);
+                    let prev = ticks.last().map(|t: &Tick| t.t_ms).unwrap_or(0.0);
+                    if last.t_ms - prev < interval.as_secs_f64() * 1e3 / 2.0 {
+                        for (v, c) in last.values.iter_mut().zip(&channels) {
+                            if c.kind == Kind::Utilization {
+                                *v = f64::NAN;
+                            }
+                        }
+                    }
+                    ticks.push(last);
                     break;
                 }
             }

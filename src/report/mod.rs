@@ -3,6 +3,7 @@
 
 pub mod accuracy;
 pub mod bench;
+pub mod compliance;
 pub mod conformance;
 pub mod devices;
 pub mod inspect;

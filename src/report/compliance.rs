@@ -1,0 +1,715 @@
+//! The compliance report's views, rendered from `report.json` alone (so `acceval report`
+//! reproduces them): Markdown, one self-contained HTML file with SVG charts, the clause
+//! table as CSV, and the terminal summary.
+//!
+//! The SVG charts are written by hand: four simple charts (histogram, CDF, time series,
+//! bars) do not justify a plotting crate and its font/raster dependencies, and the output
+//! must stay a single file with no network access.
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::Value;
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::Null => "n/a".into(),
+        Value::String(x) => x.clone(),
+        Value::Number(n) => {
+            let f = n.as_f64().unwrap_or(0.0);
+            if n.is_u64() || n.is_i64() {
+                n.to_string()
+            } else if f != 0.0 && (f.abs() < 1e-3 || f.abs() >= 1e6) {
+                format!("{f:.4e}")
+            } else {
+                format!("{f:.3}")
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+fn md_escape(x: &str) -> String {
+    x.replace('|', "\\|").replace('\n', " ")
+}
+
+fn html_escape(x: &str) -> String {
+    x.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A table as (header, rows) of plain strings, rendered by both views.
+struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(h: &[&str]) -> Table {
+        Table {
+            header: h.iter().map(|x| x.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+    fn row(&mut self, r: Vec<String>) {
+        self.rows.push(r);
+    }
+    fn md(&self) -> String {
+        let mut o = format!("| {} |\n", self.header.join(" | "));
+        let _ = writeln!(o, "|{}", "---|".repeat(self.header.len()));
+        for r in &self.rows {
+            let _ = writeln!(
+                o,
+                "| {} |",
+                r.iter().map(|c| md_escape(c)).collect::<Vec<_>>().join(" | ")
+            );
+        }
+        o
+    }
+    fn html(&self) -> String {
+        let mut o = String::from("<table><thead><tr>");
+        for h in &self.header {
+            let _ = write!(o, "<th>{}</th>", html_escape(h));
+        }
+        o.push_str("</tr></thead><tbody>");
+        for r in &self.rows {
+            o.push_str("<tr>");
+            for c in r {
+                let class = match c.as_str() {
+                    "PASS" | "ATTESTED" | "VALID" => " class=\"pass\"",
+                    "FAIL" | "INVALID" => " class=\"fail\"",
+                    "N/A" => " class=\"na\"",
+                    _ => "",
+                };
+                let _ = write!(o, "<td{class}>{}</td>", html_escape(c));
+            }
+            o.push_str("</tr>");
+        }
+        o.push_str("</tbody></table>");
+        o
+    }
+}
+
+/// A section: a title, paragraphs, tables and (HTML only) charts.
+enum Block {
+    Heading(String),
+    Para(String),
+    Table(Table),
+    Chart(String),
+}
+
+/// A percentile number as written: 90, 99.9.
+fn pct(v: &Value) -> String {
+    let f = v.as_f64().unwrap_or(f64::NAN);
+    if f.fract() == 0.0 { format!("{f:.0}") } else { format!("{f}") }
+}
+
+fn level(v: &Value) -> String {
+    v.as_str().unwrap_or("none").to_string()
+}
+
+fn summary_row(name: &str, x: &Value) -> Vec<String> {
+    let mut r = vec![name.to_string()];
+    for k in ["mean", "min", "max", "stddev", "p50", "p75", "p90", "p99", "p999", "n"] {
+        r.push(match &x[k] {
+            Value::Null => "n/a".into(),
+            v => s(v),
+        });
+    }
+    r
+}
+
+fn blocks(v: &Value) -> Vec<Block> {
+    let mut b = Vec::new();
+    let p = &v["profile"];
+    b.push(Block::Heading(format!(
+        "acceval compliance report — {} on {}",
+        s(&p["name"]),
+        s(&v["backend"])
+    )));
+    let verdict = s(&v["verdict"]);
+    let mut lead = format!("**Verdict: {verdict}**");
+    if let Some(rs) = v["verdict_reasons"].as_array().filter(|a| !a.is_empty()) {
+        lead.push_str(" — ");
+        lead.push_str(&rs.iter().map(s).collect::<Vec<_>>().join("; "));
+    }
+    b.push(Block::Para(lead));
+    b.push(Block::Para(format!(
+        "Scenario: {} ({}). Model: {}. Created {} by acceval {} ({}). Command: `{}`.{}",
+        s(&p["scenario"]),
+        s(&p["description"]),
+        s(&p["model"]["name"]),
+        s(&v["created_utc"]),
+        s(&v["tool"]["version"]),
+        s(&v["tool"]["git_commit"]),
+        v["command_line"]
+            .as_array()
+            .map(|a| a.iter().map(s).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default(),
+        if v["policy_overridden"] == true {
+            " **The run policy was overridden on the command line: this report is not a certification result.**"
+        } else {
+            ""
+        }
+    )));
+    // Levels at a glance.
+    let mut t = Table::new(&["table", "what", "measured", "level", "required", "verdict"]);
+    let m = &v["model"];
+    if !m.is_null() {
+        t.row(vec![
+            "Table 1".into(),
+            "parameter size".into(),
+            format!("{} MB ({} parameters)", s(&m["params_mb"]), s(&m["params"])),
+            level(&m["table1_level"]),
+            "—".into(),
+            "graded".into(),
+        ]);
+        t.row(vec![
+            "Table 2".into(),
+            "compute".into(),
+            format!("{} GFLOPs ({} MACs)", s(&m["gflops"]), s(&m["macs"])),
+            level(&m["table2_level"]),
+            "—".into(),
+            "graded".into(),
+        ]);
+    }
+    for a in v["accuracy"].as_array().into_iter().flatten() {
+        t.row(vec![
+            "Table 3".into(),
+            format!(
+                "accuracy, {}",
+                a["precision"].as_str().unwrap_or("?").to_uppercase()
+            ),
+            format!("MSE {}", s(&a["mse"])),
+            level(&a["level"]),
+            format!("{} (Table 4)", s(&p["accuracy"]["required"])),
+            s(&a["verdict"]),
+        ]);
+    }
+    let sp = &v["speed"];
+    if !sp.is_null() {
+        t.row(vec![
+            "Table 5".into(),
+            "speed (profile thresholds)".into(),
+            format!(
+                "P{} {} ms, FPS {}, run {}",
+                pct(&sp["percentile"]),
+                s(&sp["latency_at_percentile_ms"]),
+                s(&sp["fps"]),
+                s(&sp["bench"]["validity"]["result"])
+            ),
+            level(&sp["achieved"]),
+            s(&sp["required"]),
+            if sp["meets"] == true { "PASS" } else { "FAIL" }.into(),
+        ]);
+    }
+    b.push(Block::Heading("Levels".into()));
+    b.push(Block::Table(t));
+
+    // Clause by clause.
+    b.push(Block::Heading("Clause by clause".into()));
+    b.push(Block::Para("Source: standard — the draft's requirement; profile — a threshold this profile sets where the draft gives none.".into()));
+    let mut t = Table::new(&["clause", "title", "requirement", "measured", "verdict", "reason", "source"]);
+    for c in v["clauses"].as_array().into_iter().flatten() {
+        t.row(vec![
+            s(&c["clause"]),
+            s(&c["title"]),
+            s(&c["requirement"]),
+            s(&c["measured"]),
+            s(&c["verdict"]),
+            c["reason"].as_str().unwrap_or("").to_string(),
+            s(&c["source"]),
+        ]);
+    }
+    b.push(Block::Table(t));
+
+    // Accuracy per output.
+    b.push(Block::Heading("Accuracy (Table 3) per output".into()));
+    let mut t = Table::new(&["precision", "output", "elements", "MSE", "max abs error", "rel L2", "cosine", "NaN/Inf", "level", "decision"]);
+    let mut bars = Vec::new();
+    for a in v["accuracy"].as_array().into_iter().flatten() {
+        let prec = a["precision"].as_str().unwrap_or("?").to_uppercase();
+        for o in a["outputs"].as_array().into_iter().flatten() {
+            t.row(vec![
+                prec.clone(),
+                s(&o["name"]),
+                s(&o["elements"]),
+                s(&o["mse"]),
+                s(&o["max_abs_error"]),
+                s(&o["rel_l2_error"]),
+                s(&o["cosine"]),
+                format!("{}/{}", s(&o["nan_count"]), s(&o["inf_count"])),
+                level(&o["level"]),
+                s(&a["agreement_text"]),
+            ]);
+            if let Some(x) = o["mse"].as_f64() {
+                bars.push((format!("{prec} {}", s(&o["name"])), x));
+            }
+        }
+    }
+    for e in v["accuracy_errors"].as_array().into_iter().flatten() {
+        t.row(vec![
+            s(&e["precision"]).to_uppercase(),
+            "—".into(),
+            "".into(),
+            "not measured".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+            s(&e["error"]),
+        ]);
+    }
+    b.push(Block::Table(t));
+    if !bars.is_empty() {
+        b.push(Block::Chart(mse_chart(&bars)));
+    }
+    if let Some(a) = v["accuracy"].as_array().and_then(|a| a.first()) {
+        b.push(Block::Para(format!(
+            "Reference: {} — {}; cross-check: {}. {}",
+            s(&a["reference"]["dir"]),
+            s(&a["reference"]["engine"]),
+            s(&a["reference"]["cross_check"]),
+            s(&a["definition"])
+        )));
+    }
+
+    // Latency and FPS.
+    if !sp.is_null() {
+        let bench = &sp["bench"];
+        b.push(Block::Heading("Latency (§7.2.3) and FPS (§7.2.4)".into()));
+        b.push(Block::Para(format!(
+            "{} samples of {} ({}) in {} s after {} warm-up samples; cold start: IR conversion {} ms, graph initialisation {} ms, first inference {} ms (not in the statistics). Harness overhead {} µs per sample. {}",
+            s(&bench["samples"]),
+            s(&sp["model"]),
+            s(&bench["mode"]),
+            s(&bench["wall_s"]),
+            s(&bench["warmup_samples"]),
+            s(&bench["cold_start"]["convert_ms"]),
+            s(&bench["cold_start"]["init_ms"]),
+            s(&bench["cold_start"]["first_inference_ms"]),
+            s(&bench["harness_overhead_us"]),
+            s(&bench["latency_definition"])
+        )));
+        let mut t = Table::new(&["metric (ms)", "average", "min", "max", "stddev", "P50", "P75", "P90", "P99", "P99.9", "N"]);
+        if !bench["latency_ms"].is_null() {
+            t.row(summary_row("end to end", &bench["latency_ms"]));
+        }
+        if let Some(st) = bench["stages"].as_object() {
+            for name in ["decode", "preprocess", "forward", "postprocess"] {
+                if let Some(x) = st.get(name) {
+                    t.row(summary_row(name, &x["latency_ms"]));
+                }
+            }
+        }
+        b.push(Block::Table(t));
+        b.push(Block::Para(format!(
+            "FPS = {} 1/s ({}). Throughput = {} 1/s ({}). Copies: {}. Run {}: {}.",
+            s(&bench["fps"]["value"]),
+            s(&bench["fps"]["definition"]),
+            s(&bench["throughput"]["value"]),
+            s(&bench["throughput"]["definition"]),
+            s(&bench["copies"]),
+            s(&bench["validity"]["result"]),
+            bench["validity"]["rules"]
+                .as_array()
+                .map(|r| r
+                    .iter()
+                    .map(|x| format!(
+                        "{} {} ({})",
+                        if x["passed"] == true { "✓" } else { "✗" },
+                        s(&x["rule"]),
+                        s(&x["detail"])
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; "))
+                .unwrap_or_default()
+        )));
+        let mut t = Table::new(&["level", "max latency (ms)", "min FPS"]);
+        for l in ["C1", "C2", "C3", "C4"] {
+            t.row(vec![
+                format!("{l} (profile)"),
+                s(&sp["thresholds"][l]["max_latency_ms"]),
+                s(&sp["thresholds"][l]["min_fps"]),
+            ]);
+        }
+        b.push(Block::Table(t));
+        if let Some(lat) = sp["latencies_ms"].as_array() {
+            let xs: Vec<f64> = lat.iter().filter_map(|x| x.as_f64()).collect();
+            if !xs.is_empty() {
+                b.push(Block::Chart(histogram(&xs)));
+                b.push(Block::Chart(cdf(&xs)));
+            }
+        }
+
+        // Utilization and power.
+        let tm = &bench["telemetry"];
+        b.push(Block::Heading("Utilization, power and energy (§7.2.6, §7.1.4–7.1.7)".into()));
+        if tm.is_null() {
+            b.push(Block::Para("No telemetry was recorded.".into()));
+        } else {
+            let mut t = Table::new(&["sensor", "status"]);
+            for x in tm["sensors"].as_array().into_iter().flatten() {
+                t.row(vec![s(&x["sensor"]), s(&x["status"])]);
+            }
+            b.push(Block::Table(t));
+            let mut t = Table::new(&["channel", "mean", "max", "unit", "samples", "definition"]);
+            for c in tm["channels"].as_array().into_iter().flatten() {
+                t.row(vec![
+                    s(&c["name"]),
+                    s(&c["mean"]),
+                    s(&c["max"]),
+                    s(&c["unit"]),
+                    s(&c["samples"]),
+                    s(&c["definition"]),
+                ]);
+            }
+            b.push(Block::Table(t));
+            match tm["energy"].as_array().filter(|e| !e.is_empty()) {
+                Some(es) => {
+                    let mut t = Table::new(&["device", "energy (J)", "method", "average power (W)", "peak power (W)", "inferences/J"]);
+                    for e in es {
+                        t.row(vec![
+                            s(&e["device"]),
+                            s(&e["joules"]),
+                            s(&e["method"]),
+                            s(&e["average_power_w"]),
+                            s(&e["peak_power_w"]),
+                            s(&e["inferences_per_joule"]),
+                        ]);
+                    }
+                    b.push(Block::Table(t));
+                }
+                None => b.push(Block::Para(format!(
+                    "Power and energy: {}",
+                    s(&tm["energy_unavailable"])
+                ))),
+            }
+            if let Some(tl) = sp.get("telemetry_timeline").filter(|x| !x.is_null()) {
+                b.push(Block::Chart(timeline(tl)));
+            }
+        }
+    }
+
+    // Environment.
+    let d = &v["devices"];
+    if !d.is_null() {
+        b.push(Block::Heading("Environment and devices (§6.2 c)".into()));
+        let h = &d["host"];
+        let mut t = Table::new(&["item", "value"]);
+        for (k, x) in [
+            ("architecture", &h["arch"]),
+            ("CPU", &h["cpu_model"]),
+            ("logical CPUs", &h["logical_cpus"]),
+            ("memory (bytes)", &h["memory_bytes"]),
+            ("OS", &h["os"]),
+            ("OS version", &h["os_version"]),
+            ("kernel", &h["kernel"]),
+            ("container", &h["container"]["in_container"]),
+            ("NVIDIA", &d["nvidia"]["not_available"]),
+            ("Ascend", &d["ascend"]["not_available"]),
+            ("ONNX Runtime", &d["onnxruntime"]["library"]["version"]),
+        ] {
+            t.row(vec![k.into(), s(x)]);
+        }
+        for g in d["nvidia"]["gpus"].as_array().into_iter().flatten() {
+            t.row(vec![format!("GPU {}", s(&g["index"])), format!("{} ({} bytes)", s(&g["name"]), s(&g["memory_bytes"]))]);
+        }
+        b.push(Block::Table(t));
+        let mut t = Table::new(&["backend", "status"]);
+        for x in d["backends"].as_array().into_iter().flatten() {
+            t.row(vec![s(&x["name"]), format!("{} {}", s(&x["availability"]["status"]), x["availability"]["detail"].as_str().or(x["availability"]["reason"].as_str()).unwrap_or(""))]);
+        }
+        b.push(Block::Table(t));
+    }
+
+    // Decisions.
+    b.push(Block::Heading("Decisions the numbers depend on".into()));
+    let mut t = Table::new(&["topic", "whose", "decision"]);
+    for x in v["decisions"].as_array().into_iter().flatten() {
+        t.row(vec![s(&x["topic"]), s(&x["source"]), s(&x["text"])]);
+    }
+    b.push(Block::Table(t));
+    let mut t = Table::new(&["stage", "status", "seconds", "error"]);
+    for x in v["stages"].as_array().into_iter().flatten() {
+        t.row(vec![s(&x["name"]), s(&x["status"]), s(&x["seconds"]), x["error"].as_str().unwrap_or("").into()]);
+    }
+    b.push(Block::Heading("Stages".into()));
+    b.push(Block::Table(t));
+    b.push(Block::Para("Files: report.json is the source of truth; manifest.json holds the SHA-256 of every file (check with `acceval verify DIR`); `acceval report DIR --format md|html|csv` renders the views again.".into()));
+    b
+}
+
+/// The report as Markdown.
+pub fn markdown(v: &Value) -> String {
+    let mut o = String::new();
+    let mut first = true;
+    for b in blocks(v) {
+        match b {
+            Block::Heading(h) => {
+                let _ = writeln!(o, "{} {h}\n", if first { "#" } else { "##" });
+                first = false;
+            }
+            Block::Para(p) => {
+                let _ = writeln!(o, "{p}\n");
+            }
+            Block::Table(t) => {
+                let _ = writeln!(o, "{}", t.md());
+            }
+            Block::Chart(_) => {}
+        }
+    }
+    o
+}
+
+fn inline_md(x: &str) -> String {
+    // Only what the report uses: **bold**, *em*, `code`.
+    let e = html_escape(x);
+    let mut o = String::new();
+    let mut bold = false;
+    let mut code = false;
+    let mut it = e.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '*' if it.peek() == Some(&'*') && !code => {
+                it.next();
+                o.push_str(if bold { "</strong>" } else { "<strong>" });
+                bold = !bold;
+            }
+            '`' => {
+                o.push_str(if code { "</code>" } else { "<code>" });
+                code = !code;
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// The report as one self-contained HTML file (inline CSS and SVG, no network).
+pub fn html(v: &Value) -> String {
+    let verdict = s(&v["verdict"]);
+    let color = match verdict.as_str() {
+        "COMPLIANT" => "#1b7f3b",
+        "NOT COMPLIANT" => "#b3261e",
+        _ => "#8a6d00",
+    };
+    let mut o = String::from("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let _ = write!(
+        o,
+        "<title>acceval — {} on {}: {}</title><style>body{{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#1c1c1c}}table{{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em}}th,td{{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}}th{{background:#f0f0f0}}td.pass{{color:#1b7f3b;font-weight:600}}td.fail{{color:#b3261e;font-weight:600}}td.na{{color:#666}}.verdict{{font-size:1.6em;padding:0.4em 0.8em;border-radius:6px;color:#fff;background:{color};display:inline-block}}svg{{margin:0.5em 1em 1em 0;border:1px solid #ddd;background:#fff}}code{{background:#f4f4f4;padding:0 3px}}</style></head><body>",
+        html_escape(&s(&v["profile"]["name"])),
+        html_escape(&s(&v["backend"])),
+        html_escape(&verdict)
+    );
+    let mut first = true;
+    for b in blocks(v) {
+        match b {
+            Block::Heading(h) => {
+                let _ = write!(o, "<h{0}>{1}</h{0}>", if first { 1 } else { 2 }, html_escape(&h));
+                if first {
+                    let _ = write!(o, "<p><span class=\"verdict\">{}</span></p>", html_escape(&verdict));
+                }
+                first = false;
+            }
+            Block::Para(p) => {
+                let _ = write!(o, "<p>{}</p>", inline_md(&p));
+            }
+            Block::Table(t) => o.push_str(&t.html()),
+            Block::Chart(svg) => o.push_str(&svg),
+        }
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+/// The clause table as CSV.
+pub fn clauses_csv(v: &Value) -> String {
+    let q = |x: &str| format!("\"{}\"", x.replace('"', "\"\""));
+    let mut o = String::from("clause,title,requirement,measured,verdict,reason,source\n");
+    for c in v["clauses"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            o,
+            "{}",
+            ["clause", "title", "requirement", "measured", "verdict", "reason", "source"]
+                .iter()
+                .map(|k| q(c[*k].as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+    }
+    o
+}
+
+/// The terminal: the verdict and the clause table.
+pub fn terminal(o: &mut impl Write, v: &Value, dir: &Path) -> std::io::Result<()> {
+    let mut t = super::table(&["clause", "title", "measured", "verdict"]);
+    for c in v["clauses"].as_array().into_iter().flatten() {
+        let mut m = s(&c["measured"]);
+        if m.chars().count() > 70 {
+            m = m.chars().take(67).collect::<String>() + "...";
+        }
+        t.add_row(vec![s(&c["clause"]), s(&c["title"]), m, s(&c["verdict"])]);
+    }
+    writeln!(o, "{t}")?;
+    writeln!(o, "Verdict: {}", s(&v["verdict"]))?;
+    for r in v["verdict_reasons"].as_array().into_iter().flatten() {
+        writeln!(o, "  - {}", s(r))?;
+    }
+    writeln!(o, "Report:  {}/report.md, report.html, report.json (verify: acceval verify {})", dir.display(), dir.display())
+}
+
+// --- SVG charts --------------------------------------------------------------------------
+
+const W: f64 = 520.0;
+const H: f64 = 260.0;
+const L: f64 = 56.0;
+const B: f64 = 36.0;
+
+fn frame(title: &str, x_label: &str, y_label: &str) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"11\"><text x=\"{}\" y=\"16\" text-anchor=\"middle\" font-weight=\"600\">{}</text><line x1=\"{L}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#333\"/><line x1=\"{L}\" y1=\"24\" x2=\"{L}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text><text x=\"14\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">{}</text>",
+        W / 2.0,
+        html_escape(title),
+        H - B,
+        W - 10.0,
+        H - B,
+        H - B,
+        (L + W - 10.0) / 2.0,
+        H - 6.0,
+        html_escape(x_label),
+        (H - B) / 2.0 + 12.0,
+        (H - B) / 2.0 + 12.0,
+        html_escape(y_label)
+    )
+}
+
+fn sx(x: f64, lo: f64, hi: f64) -> f64 {
+    L + (x - lo) / (hi - lo).max(1e-12) * (W - 10.0 - L)
+}
+fn sy(y: f64, lo: f64, hi: f64) -> f64 {
+    (H - B) - (y - lo) / (hi - lo).max(1e-12) * (H - B - 24.0)
+}
+
+fn ticks(o: &mut String, lo: f64, hi: f64, x_axis: bool) {
+    for k in 0..=4 {
+        let v = lo + (hi - lo) * k as f64 / 4.0;
+        if x_axis {
+            let x = sx(v, lo, hi);
+            let _ = write!(o, "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>", H - B + 14.0, fmt_tick(v, lo, hi));
+        } else {
+            let y = sy(v, lo, hi);
+            let _ = write!(o, "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><line x1=\"{L}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#eee\"/>", L - 4.0, y + 4.0, fmt_tick(v, lo, hi), W - 10.0);
+        }
+    }
+}
+
+/// A tick label with enough decimals to tell the 5 ticks of [lo, hi] apart.
+fn fmt_tick(v: f64, lo: f64, hi: f64) -> String {
+    let step = ((hi - lo) / 4.0).abs().max(1e-12);
+    let decimals = (-(step.log10().floor()) as i32).clamp(0, 6) as usize;
+    format!("{v:.decimals$}")
+}
+
+fn histogram(xs: &[f64]) -> String {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max).max(lo + 1e-9);
+    let bins = 30usize;
+    let mut counts = vec![0usize; bins];
+    for &x in xs {
+        let i = (((x - lo) / (hi - lo)) * bins as f64) as usize;
+        counts[i.min(bins - 1)] += 1;
+    }
+    let top = *counts.iter().max().unwrap_or(&1) as f64;
+    let mut o = frame("End-to-end latency histogram", "latency (ms)", "samples");
+    ticks(&mut o, lo, hi, true);
+    ticks(&mut o, 0.0, top, false);
+    let bw = (W - 10.0 - L) / bins as f64;
+    for (i, &c) in counts.iter().enumerate() {
+        let x = L + i as f64 * bw;
+        let y = sy(c as f64, 0.0, top);
+        let _ = write!(o, "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#3b6fb6\"/>", (bw - 1.0).max(0.5), (H - B - y).max(0.0));
+    }
+    o.push_str("</svg>");
+    o
+}
+
+fn cdf(xs: &[f64]) -> String {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let lo = v[0];
+    let hi = v[v.len() - 1].max(lo + 1e-9);
+    let mut o = frame("Latency CDF", "latency (ms)", "fraction of samples ≤ x");
+    ticks(&mut o, lo, hi, true);
+    ticks(&mut o, 0.0, 1.0, false);
+    let n = v.len() as f64;
+    let step = (v.len() / 400).max(1);
+    let pts: Vec<String> = v
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % step == 0 || *i == v.len() - 1)
+        .map(|(i, &x)| format!("{:.1},{:.1}", sx(x, lo, hi), sy((i + 1) as f64 / n, 0.0, 1.0)))
+        .collect();
+    let _ = write!(o, "<polyline fill=\"none\" stroke=\"#3b6fb6\" stroke-width=\"1.5\" points=\"{}\"/></svg>", pts.join(" "));
+    o
+}
+
+fn timeline(tl: &Value) -> String {
+    let names: Vec<String> = tl["channels"].as_array().into_iter().flatten().map(s).collect();
+    let ticks_v: Vec<Vec<f64>> = tl["ticks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t.as_array().into_iter().flatten().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect())
+        .collect();
+    let t_hi = ticks_v.iter().filter_map(|t| t.first()).copied().fold(0.0, f64::max) / 1e3;
+    let mut hi: f64 = 100.0;
+    for t in &ticks_v {
+        for v in t.iter().skip(1) {
+            if v.is_finite() {
+                hi = hi.max(*v);
+            }
+        }
+    }
+    let mut o = frame("Utilization (%) and power (W) over the measured window", "time (s)", "% or W");
+    ticks(&mut o, 0.0, t_hi.max(1e-3), true);
+    ticks(&mut o, 0.0, hi, false);
+    let colors = ["#3b6fb6", "#d0743c", "#1b7f3b", "#8e44ad", "#b3261e", "#555"];
+    for (k, name) in names.iter().enumerate() {
+        let pts: Vec<String> = ticks_v
+            .iter()
+            .filter_map(|t| {
+                let v = *t.get(k + 1)?;
+                v.is_finite().then(|| format!("{:.1},{:.1}", sx(t[0] / 1e3, 0.0, t_hi.max(1e-3)), sy(v, 0.0, hi)))
+            })
+            .collect();
+        let c = colors[k % colors.len()];
+        let _ = write!(o, "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/><text x=\"{}\" y=\"{}\" fill=\"{c}\">{}</text>", pts.join(" "), L + 8.0, 36.0 + 13.0 * k as f64, html_escape(name));
+    }
+    o.push_str("</svg>");
+    o
+}
+
+fn mse_chart(bars: &[(String, f64)]) -> String {
+    // log10 scale from 1e-16 to 1e2, with the Table 3 bounds drawn.
+    let (lo, hi) = (-16.0, 2.0);
+    let h = 70.0 + 22.0 * bars.len() as f64;
+    let mut o = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{h}\" viewBox=\"0 0 {W} {h}\" font-family=\"sans-serif\" font-size=\"11\"><text x=\"{}\" y=\"16\" text-anchor=\"middle\" font-weight=\"600\">MSE per output against the FP32 reference (log scale)</text>", W / 2.0);
+    let x = |v: f64| 150.0 + (v - lo) / (hi - lo) * (W - 170.0);
+    for (k, (bound, l)) in [(0.01f64, "C4"), (0.1, "C3"), (1.0, "C2"), (10.0, "C1")].into_iter().enumerate() {
+        let xx = x(bound.log10());
+        let _ = write!(o, "<line x1=\"{xx:.1}\" y1=\"30\" x2=\"{xx:.1}\" y2=\"{}\" stroke=\"#b3261e\" stroke-dasharray=\"3,3\"/><text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#b3261e\">{l}</text>", h - 24.0, if k % 2 == 0 { h - 12.0 } else { h - 2.0 });
+    }
+    let _ = write!(o, "<text x=\"150\" y=\"{}\" fill=\"#555\">1e-16</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#555\">Table 3 bounds: C4 &lt; 0.01, C3 &lt; 0.1, C2 &lt; 1, C1 &lt; 10</text>", h - 12.0, W - 20.0, 28.0);
+    for (i, (name, v)) in bars.iter().enumerate() {
+        let y = 36.0 + 22.0 * i as f64;
+        let lv = if *v > 0.0 { v.log10().clamp(lo, hi) } else { lo };
+        let _ = write!(o, "<text x=\"145\" y=\"{:.1}\" text-anchor=\"end\">{}</text><rect x=\"150\" y=\"{y:.1}\" width=\"{:.1}\" height=\"14\" fill=\"#3b6fb6\"/><text x=\"{:.1}\" y=\"{:.1}\">{v:.3e}</text>", y + 11.0, html_escape(name), (x(lv) - 150.0).max(1.0), x(lv) + 4.0, y + 11.0);
+    }
+    o.push_str("</svg>");
+    o
+}
