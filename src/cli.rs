@@ -163,12 +163,8 @@ pub struct BenchArgs {
     /// A SPEC PTDaemon serving a power analyser (wall power).
     #[arg(long, value_name = "HOST:PORT")]
     pub ptd: Option<String>,
-    /// Score threshold of detection post-processing.
-    #[arg(long, default_value_t = 0.25)]
-    pub conf: f32,
-    /// IoU threshold of non-maximum suppression.
-    #[arg(long, default_value_t = 0.45)]
-    pub iou: f64,
+    #[command(flatten)]
+    pub detect: DetectArgs,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -247,12 +243,8 @@ pub struct AccuracyArgs {
     /// The task of a model that is not in the zoo (for decision agreement).
     #[arg(long, value_enum)]
     pub task: Option<crate::model::zoo::Task>,
-    /// Score threshold of detection post-processing (decision agreement).
-    #[arg(long, default_value_t = 0.25)]
-    pub conf: f32,
-    /// IoU threshold of non-maximum suppression (decision agreement).
-    #[arg(long, default_value_t = 0.45)]
-    pub iou: f64,
+    #[command(flatten)]
+    pub detect: DetectArgs,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -307,6 +299,27 @@ pub enum ZooCommand {
         #[arg(long)]
         update_manifest: bool,
     },
+}
+
+/// Detection post-processing (ultralytics' prediction defaults).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct DetectArgs {
+    /// Score threshold of detection post-processing.
+    #[arg(long, default_value_t = 0.25)]
+    pub conf: f32,
+    /// IoU threshold of non-maximum suppression.
+    #[arg(long, default_value_t = 0.45)]
+    pub iou: f64,
+}
+
+impl DetectArgs {
+    pub fn params(&self) -> crate::task::detect::DetectParams {
+        crate::task::detect::DetectParams {
+            conf: self.conf,
+            iou: self.iou,
+            ..Default::default()
+        }
+    }
 }
 
 /// Where and how a model runs.
@@ -382,12 +395,8 @@ pub struct RunArgs {
     /// Classes to show (classification).
     #[arg(long, default_value_t = 5)]
     pub top_k: usize,
-    /// Score threshold (detection).
-    #[arg(long, default_value_t = 0.25)]
-    pub conf: f32,
-    /// IoU threshold of non-maximum suppression (detection).
-    #[arg(long, default_value_t = 0.45)]
-    pub iou: f64,
+    #[command(flatten)]
+    pub detect: DetectArgs,
 }
 
 #[derive(Debug, Args)]

@@ -417,7 +417,7 @@ fn devices_identifies_this_machine() {
         .iter()
         .map(|b| b["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["cpu", "ort", "cuda", "acl"]);
+    assert_eq!(names, ["cpu", "ort", "cuda", "acl", "mock"]);
     assert_eq!(backends[0]["availability"]["status"], "available");
     assert_eq!(backends[3]["availability"]["status"], "not_available");
     // No GPU here: NVML says why instead of listing nothing.

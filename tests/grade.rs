@@ -17,7 +17,13 @@ fn report(dir: &Path) -> Value {
 
 fn grade(profile: &str, backend: &str, dir: &Path, extra: &[&str]) -> (i32, String, String) {
     let mut a = vec![
-        "grade", "--profile", profile, "--backend", backend, "--out", dir.to_str().unwrap(),
+        "grade",
+        "--profile",
+        profile,
+        "--backend",
+        backend,
+        "--out",
+        dir.to_str().unwrap(),
     ];
     a.extend_from_slice(extra);
     acceval(&a)
@@ -34,12 +40,29 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
     )
     .unwrap();
     let prof = tmp.path().join("bigdata-forecast.toml");
-    std::fs::write(&prof, src.replace("sample_ms = 1000", "sample_ms = 1000\nmax_cv = 10.0\nstability = 10.0")).unwrap();
-    let (code, out, err) = grade(prof.to_str().unwrap(), "cpu", &dir, &["--runs", "100", "--duration", "1"]);
+    std::fs::write(
+        &prof,
+        src.replace(
+            "sample_ms = 1000",
+            "sample_ms = 1000\nmax_cv = 10.0\nstability = 10.0",
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = grade(
+        prof.to_str().unwrap(),
+        "cpu",
+        &dir,
+        &["--runs", "100", "--duration", "1"],
+    );
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("Verdict: COMPLIANT"), "{out}");
     for f in [
-        "report.json", "report.md", "report.html", "metrics.csv", "samples.csv", "telemetry.csv",
+        "report.json",
+        "report.md",
+        "report.html",
+        "metrics.csv",
+        "samples.csv",
+        "telemetry.csv",
         "manifest.json",
     ] {
         assert!(dir.join(f).is_file(), "{f} missing");
@@ -58,7 +81,12 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
         .iter()
         .map(|c| c["verdict"].as_str().unwrap())
         .collect();
-    assert!(verdicts.iter().all(|v| ["PASS", "N/A", "ATTESTED"].contains(v)), "{verdicts:?}");
+    assert!(
+        verdicts
+            .iter()
+            .all(|v| ["PASS", "N/A", "ATTESTED"].contains(v)),
+        "{verdicts:?}"
+    );
     // verify: every file and the schema.
     let (code, out, _) = acceval(&["verify", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
@@ -67,12 +95,23 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
     for (fmt, file) in [("md", "report.md"), ("html", "report.html")] {
         let (code, out, _) = acceval(&["report", dir.to_str().unwrap(), "--format", fmt]);
         assert_eq!(code, 0);
-        assert_eq!(out, std::fs::read_to_string(dir.join(file)).unwrap(), "{fmt}");
+        assert_eq!(
+            out,
+            std::fs::read_to_string(dir.join(file)).unwrap(),
+            "{fmt}"
+        );
     }
     let (_, csv, _) = acceval(&["report", dir.to_str().unwrap(), "--format", "csv"]);
     assert!(csv.starts_with("clause,title,requirement,measured,verdict,reason,source\n"));
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    for want in ["**Verdict: COMPLIANT**", "## Clause by clause", "Table 3", "§7.2.6", "## Decisions the numbers depend on", "not a certification result"] {
+    for want in [
+        "**Verdict: COMPLIANT**",
+        "## Clause by clause",
+        "Table 3",
+        "§7.2.6",
+        "## Decisions the numbers depend on",
+        "not a certification result",
+    ] {
         assert!(md.contains(want), "report.md lacks {want}");
     }
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
@@ -88,7 +127,11 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
         std::fs::copy(e.path(), edited.join(e.file_name())).unwrap();
     }
     let md = std::fs::read_to_string(edited.join("report.md")).unwrap();
-    std::fs::write(edited.join("report.md"), md.replace("COMPLIANT", "COMPLIANT (checked)")).unwrap();
+    std::fs::write(
+        edited.join("report.md"),
+        md.replace("COMPLIANT", "COMPLIANT (checked)"),
+    )
+    .unwrap();
     let (code, out, _) = acceval(&["verify", edited.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("report.md: changed"), "{out}");
@@ -98,7 +141,10 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
     std::fs::write(edited.join("report.json"), serde_json::to_vec(&r).unwrap()).unwrap();
     let (code, out, _) = acceval(&["verify", edited.to_str().unwrap()]);
     assert_eq!(code, 1);
-    assert!(out.contains("report.json: changed") && out.contains("/verdict"), "{out}");
+    assert!(
+        out.contains("report.json: changed") && out.contains("/verdict"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -121,9 +167,18 @@ fn all_profiles_on_ort_cpu_produce_complete_reports() {
         assert!(["COMPLIANT", "NOT COMPLIANT"].contains(&r["verdict"].as_str().unwrap()));
         assert_eq!(code == 0, r["verdict"] == "COMPLIANT");
         for a in r["accuracy"].as_array().unwrap() {
-            assert!(a["level"].is_string(), "{p} {}: {}", a["precision"], a["mse"]);
+            assert!(
+                a["level"].is_string(),
+                "{p} {}: {}",
+                a["precision"],
+                a["mse"]
+            );
         }
-        assert!(r["accuracy_errors"].as_array().unwrap().is_empty(), "{p}: {}", r["accuracy_errors"]);
+        assert!(
+            r["accuracy_errors"].as_array().unwrap().is_empty(),
+            "{p}: {}",
+            r["accuracy_errors"]
+        );
         let (code, out, _) = acceval(&["verify", dir.to_str().unwrap()]);
         assert_eq!(code, 0, "{p}: {out}");
         eprintln!(
@@ -131,7 +186,9 @@ fn all_profiles_on_ort_cpu_produce_complete_reports() {
             r["verdict"],
             r["speed"]["achieved"],
             r["speed"]["percentile"],
-            r["speed"]["latency_at_percentile_ms"].as_f64().unwrap_or(f64::NAN),
+            r["speed"]["latency_at_percentile_ms"]
+                .as_f64()
+                .unwrap_or(f64::NAN),
             r["speed"]["fps"].as_f64().unwrap_or(f64::NAN),
             r["accuracy"]
                 .as_array()
@@ -155,11 +212,17 @@ fn profile_errors_name_the_key_and_line() {
     assert_eq!(code, 0, "{out}");
     let bad = tmp.path().join("typo.toml");
     std::fs::write(&bad, src.replace("duration_s", "duraton_s")).unwrap();
-    let line = src.lines().position(|l| l.starts_with("duration_s")).unwrap() + 1;
+    let line = src
+        .lines()
+        .position(|l| l.starts_with("duration_s"))
+        .unwrap()
+        + 1;
     let (code, _, err) = acceval(&["profile", "check", bad.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(
-        err.contains(&format!("typo.toml:{line}: duraton_s: unknown field `duraton_s`")),
+        err.contains(&format!(
+            "typo.toml:{line}: duraton_s: unknown field `duraton_s`"
+        )),
         "{err}"
     );
     // grade refuses it the same way, before measuring anything.
@@ -167,10 +230,17 @@ fn profile_errors_name_the_key_and_line() {
     assert_eq!(code, 2);
     assert!(err.contains("duraton_s"), "{err}");
     let bad = tmp.path().join("levels.toml");
-    std::fs::write(&bad, src.replace("max_latency_ms = 50.0", "max_latency_ms = 10.0")).unwrap();
+    std::fs::write(
+        &bad,
+        src.replace("max_latency_ms = 50.0", "max_latency_ms = 10.0"),
+    )
+    .unwrap();
     let (code, _, err) = acceval(&["profile", "check", bad.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(err.contains("speed.levels.C2.max_latency_ms") && err.contains("no more demanding"), "{err}");
+    assert!(
+        err.contains("speed.levels.C2.max_latency_ms") && err.contains("no more demanding"),
+        "{err}"
+    );
     let (code, _, err) = acceval(&["grade", "--profile", "no-such-profile"]);
     assert_eq!(code, 2);
     assert!(err.contains("line-inspection-realtime"), "{err}");

@@ -20,20 +20,27 @@ print(json.dumps({
   "naive_f32_mse": naive_mse}))
 "#;
 
-#[test]
-fn metrics_match_numpy_float64() {
+/// A Python with numpy (`$ACCEVAL_PYTHON`, else `python3`); `None` is a visible skip, or a
+/// failure when `ACCEVAL_REQUIRE_PYTHON=1` (CI).
+fn numpy_python() -> Option<String> {
     let py = std::env::var("ACCEVAL_PYTHON").unwrap_or_else(|_| "python3".into());
-    if !std::process::Command::new(&py)
+    if std::process::Command::new(&py)
         .args(["-c", "import numpy"])
         .output()
         .is_ok_and(|o| o.status.success())
     {
-        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
-            panic!("ACCEVAL_REQUIRE_PYTHON=1 but '{py}' has no numpy");
-        }
-        eprintln!("SKIPPED: numpy comparison (pip install numpy)");
-        return;
+        return Some(py);
     }
+    if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
+        panic!("ACCEVAL_REQUIRE_PYTHON=1 but '{py}' has no numpy");
+    }
+    eprintln!("SKIPPED: numpy comparison (pip install numpy)");
+    None
+}
+
+#[test]
+fn metrics_match_numpy_float64() {
+    let Some(py) = numpy_python() else { return };
     for n in [1_000usize, 100_000_000] {
         let dir = tempfile::tempdir().unwrap();
         let o = std::process::Command::new(&py)
@@ -90,18 +97,7 @@ print(json.dumps(res))
 /// The percentile rule (linear interpolation) and the summary against numpy.
 #[test]
 fn summary_statistics_match_numpy() {
-    let py = std::env::var("ACCEVAL_PYTHON").unwrap_or_else(|_| "python3".into());
-    if !std::process::Command::new(&py)
-        .args(["-c", "import numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
-            panic!("ACCEVAL_REQUIRE_PYTHON=1 but '{py}' has no numpy");
-        }
-        eprintln!("SKIPPED: numpy comparison (pip install numpy)");
-        return;
-    }
+    let Some(py) = numpy_python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let o = std::process::Command::new(&py)
         .args(["-c", NUMPY_PERCENTILES, dir.path().to_str().unwrap()])
@@ -117,7 +113,10 @@ fn summary_statistics_match_numpy() {
         let w = &want[case];
         let close = |got: f64, key: &str| {
             let e = w[key].as_f64().unwrap();
-            assert!((got - e).abs() <= 1e-12 * e.abs().max(1.0), "{case} {key}: {got} vs numpy {e}");
+            assert!(
+                (got - e).abs() <= 1e-12 * e.abs().max(1.0),
+                "{case} {key}: {got} vs numpy {e}"
+            );
         };
         close(s.p50, "50");
         close(s.p75, "75");

@@ -190,7 +190,8 @@ pub fn find_reference(
         let mut plan = zoo_plan(e, &fp32, "cpu".parse().expect("valid"), b.threads, cross)?;
         if !cross {
             plan.no_cross_check_reason =
-                "ONNX Runtime was not installed when the reference was computed on first use".into();
+                "ONNX Runtime was not installed when the reference was computed on first use"
+                    .into();
         }
         crate::accuracy::reference::produce(&plan, &dir).map_err(|err| {
             err.context(format!(
@@ -625,11 +626,7 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
     let opts = EvalOptions {
         limit: args.limit,
         task: args.task,
-        det: DetectParams {
-            conf: args.conf,
-            iou: args.iou,
-            ..Default::default()
-        },
+        det: args.detect.params(),
         required: args.require,
     };
     if args.all_precisions {
@@ -641,6 +638,7 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
             );
         };
         let mut rows = Vec::new();
+        let mut failed = None;
         for p in [Precision::Fp32, Precision::Fp16, Precision::Int8] {
             let model = zoo::resolve(Path::new(&format!("{}{}", entry.name, p.suffix())))?;
             let (reference, relation) =
@@ -651,17 +649,10 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
                 args.backend.backend
             );
             let r = evaluate(&model, &args.backend, &reference, relation, &opts)?;
-            let failed = r.error.clone();
+            failed = r.error.clone();
             rows.push(r);
-            if let Some(e) = failed {
-                let t = PrecisionTable {
-                    schema: "acceval.accuracy-precisions/1",
-                    model: entry.name.to_string(),
-                    backend: args.backend.backend.to_string(),
-                    rows,
-                };
-                write_json(args.export_json.as_ref(), &t)?;
-                bail!("{e}");
+            if failed.is_some() {
+                break;
             }
         }
         let t = PrecisionTable {
@@ -670,7 +661,11 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
             backend: args.backend.backend.to_string(),
             rows,
         };
+        // What was measured is written even when a variant failed part-way.
         write_json(args.export_json.as_ref(), &t)?;
+        if let Some(e) = failed {
+            bail!("{e}");
+        }
         let mut o = std::io::stdout().lock();
         if args.json {
             serde_json::to_writer_pretty(&mut o, &t)?;

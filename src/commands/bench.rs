@@ -379,11 +379,7 @@ pub fn measure(args: &BenchArgs, stop: &AtomicBool) -> anyhow::Result<BenchRepor
             .map(|(e, _)| e.labels.iter().map(|s| s.to_string()).collect())
             .unwrap_or_default(),
         top_k: 5,
-        detect: crate::task::detect::DetectParams {
-            conf: args.conf,
-            iou: args.iou,
-            ..Default::default()
-        },
+        detect: args.detect.params(),
     };
 
     // Cold start: the first inference, apart.
@@ -446,6 +442,10 @@ pub fn measure(args: &BenchArgs, stop: &AtomicBool) -> anyhow::Result<BenchRepor
         Work::Files(_) => vec!["decode", "preprocess", "forward", "postprocess"],
         Work::Tensors(_) => vec!["forward"],
     };
+    let progress = |k: usize, mean: f64| {
+        bar.set_position(k as u64);
+        bar.set_message(format!("mean {mean:.3} ms"));
+    };
     let measured: Measured = match &work {
         Work::Files(files) => {
             let n = files.len();
@@ -460,11 +460,8 @@ pub fn measure(args: &BenchArgs, stop: &AtomicBool) -> anyhow::Result<BenchRepor
                     st[3] = r.stages.postprocess_ms;
                     Ok(())
                 },
-                &stop,
-                |k, mean| {
-                    bar.set_position(k as u64);
-                    bar.set_message(format!("mean {mean:.3} ms"));
-                },
+                stop,
+                progress,
                 start_telemetry,
             )
         }
@@ -480,11 +477,8 @@ pub fn measure(args: &BenchArgs, stop: &AtomicBool) -> anyhow::Result<BenchRepor
                     drop(out);
                     Ok(())
                 },
-                &stop,
-                |k, mean| {
-                    bar.set_position(k as u64);
-                    bar.set_message(format!("mean {mean:.3} ms"));
-                },
+                stop,
+                progress,
                 start_telemetry,
             )
         }
@@ -542,11 +536,11 @@ pub fn measure(args: &BenchArgs, stop: &AtomicBool) -> anyhow::Result<BenchRepor
         };
         let ctx = BatchCtx {
             model: &model,
-            args: &args,
+            args,
             specs: &specs,
             base: &sets[0],
             policy: &policy,
-            stop: &stop,
+            stop,
         };
         for &b in &args.batch {
             batch_sweep.push(batch_point(&ctx, b, None)?.0);
@@ -606,11 +600,10 @@ pub fn measure(args: &BenchArgs, stop: &AtomicBool) -> anyhow::Result<BenchRepor
         samples: measured.samples.len(),
         wall_s: measured.wall_s,
         complete: !measured.interrupted && measured.error.is_none(),
-        error: measured.error.clone().or_else(|| {
-            measured
-                .interrupted
-                .then(|| INTERRUPTED.to_string())
-        }),
+        error: measured
+            .error
+            .clone()
+            .or_else(|| measured.interrupted.then(|| INTERRUPTED.to_string())),
         raw: measured.samples,
         stage_names,
         recording,

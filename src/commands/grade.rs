@@ -79,8 +79,16 @@ fn git_commit() -> String {
     };
     match run(&["rev-parse", "HEAD"]) {
         Some(c) => {
-            let dirty = run(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
+            // Report folders being written under reports/ do not make the build modified.
+            let dirty = run(&[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!reports",
+            ])
+            .is_some_and(|s| !s.is_empty());
             if dirty { format!("{c} (modified)") } else { c }
         }
         None => "unknown (not built from a git checkout)".into(),
@@ -141,15 +149,32 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
     let na = |why: &str| Some(why.to_string());
     // §6 a, b: architecture.
     if let Some(d) = &r.devices {
-        c.push(clause("§6 a, b", "Processor architecture", "report the processor architecture", format!("{} ({}, {} logical CPUs)", d.host.arch, d.host.cpu_model, d.host.logical_cpus), "PASS", None, "standard"));
+        c.push(clause(
+            "§6 a, b",
+            "Processor architecture",
+            "report the processor architecture",
+            format!(
+                "{} ({}, {} logical CPUs)",
+                d.host.arch, d.host.cpu_model, d.host.logical_cpus
+            ),
+            "PASS",
+            None,
+            "standard",
+        ));
         let accel: Vec<String> = d
             .nvidia
             .gpus
             .iter()
             .map(|g| format!("GPU {} {}", g.index, g.name))
-            .chain(d.ascend.npus.iter().map(|n| format!("NPU {}:{} {}", n.card_id, n.device_id, n.chip_name)))
+            .chain(
+                d.ascend
+                    .npus
+                    .iter()
+                    .map(|n| format!("NPU {}:{} {}", n.card_id, n.device_id, n.chip_name)),
+            )
             .collect();
-        let on_cpu = matches!(backend, "cpu") || backend == "ort:cpu" || backend.starts_with("mock");
+        let on_cpu =
+            matches!(backend, "cpu") || backend == "ort:cpu" || backend.starts_with("mock");
         c.push(clause(
             "§6 c, §6.2 b",
             "Compute units",
@@ -167,19 +192,59 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
                 "host {} · {} GPU(s) via NVML{} · {} NPU(s){} · container: {}",
                 d.host.hostname,
                 d.nvidia.gpus.len(),
-                d.nvidia.not_available.as_ref().map(|w| format!(" ({})", w.split(" (").next().unwrap_or(w))).unwrap_or_default(),
+                d.nvidia
+                    .not_available
+                    .as_ref()
+                    .map(|w| format!(" ({})", w.split(" (").next().unwrap_or(w)))
+                    .unwrap_or_default(),
                 d.ascend.npus.len(),
-                d.ascend.not_available.as_ref().map(|_| " (no Ascend driver)".to_string()).unwrap_or_default(),
-                if d.host.container.in_container { d.host.container.runtime.clone().unwrap_or_else(|| "yes".into()) } else { "no".into() }
+                d.ascend
+                    .not_available
+                    .as_ref()
+                    .map(|_| " (no Ascend driver)".to_string())
+                    .unwrap_or_default(),
+                if d.host.container.in_container {
+                    d.host
+                        .container
+                        .runtime
+                        .clone()
+                        .unwrap_or_else(|| "yes".into())
+                } else {
+                    "no".into()
+                }
             ),
             "PASS",
             None,
             "standard",
         ));
     }
-    c.push(clause("§6 d", "Framework", "at least one of TensorFlow, PyTorch, Caffe, MXNet, ONNX, MindSpore, Paddle", format!("ONNX model on {}", r.speed.as_ref().map(|s| s.session.engine.clone()).or_else(|| r.accuracy.first().map(|a| a.session.engine.clone())).unwrap_or_else(|| backend.to_string())), if r.analysis.is_some() { "PASS" } else { "N/A" }, if r.analysis.is_some() { None } else { na("the model was not inspected") }, "standard"));
+    c.push(clause(
+        "§6 d",
+        "Framework",
+        "at least one of TensorFlow, PyTorch, Caffe, MXNet, ONNX, MindSpore, Paddle",
+        format!(
+            "ONNX model on {}",
+            r.speed
+                .as_ref()
+                .map(|s| s.session.engine.clone())
+                .or_else(|| r.accuracy.first().map(|a| a.session.engine.clone()))
+                .unwrap_or_else(|| backend.to_string())
+        ),
+        if r.analysis.is_some() { "PASS" } else { "N/A" },
+        if r.analysis.is_some() {
+            None
+        } else {
+            na("the model was not inspected")
+        },
+        "standard",
+    ));
     // §6 e: INT8 and FP16.
-    let ran = |prec: &str| r.accuracy.iter().any(|a| a.precision.map(|x| format!("{x:?}").to_lowercase()) == Some(prec.to_string()) && a.complete);
+    let ran = |prec: &str| {
+        r.accuracy.iter().any(|a| {
+            a.precision.map(|x| format!("{x:?}").to_lowercase()) == Some(prec.to_string())
+                && a.complete
+        })
+    };
     let graded: Vec<&str> = p.model.precisions.iter().map(String::as_str).collect();
     let e_ok = ran("int8") && ran("fp16");
     c.push(clause(
@@ -188,10 +253,34 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
         "inference supports INT8 and FP16",
         format!(
             "graded: {}",
-            r.accuracy.iter().map(|a| format!("{} ({})", a.precision.map(|x| format!("{x:?}").to_uppercase()).unwrap_or_default(), a.level.map(|l| l.to_string()).unwrap_or_else(|| "below C1".into()))).collect::<Vec<_>>().join(", ")
+            r.accuracy
+                .iter()
+                .map(|a| format!(
+                    "{} ({})",
+                    a.precision
+                        .map(|x| format!("{x:?}").to_uppercase())
+                        .unwrap_or_default(),
+                    a.level
+                        .map(|l| l.to_string())
+                        .unwrap_or_else(|| "below C1".into())
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
-        if e_ok { "PASS" } else if graded.contains(&"int8") && graded.contains(&"fp16") { "FAIL" } else { "N/A" },
-        if e_ok { None } else if graded.contains(&"int8") && graded.contains(&"fp16") { na("a variant did not run to the end") } else { na("the profile does not grade both INT8 and FP16") },
+        if e_ok {
+            "PASS"
+        } else if graded.contains(&"int8") && graded.contains(&"fp16") {
+            "FAIL"
+        } else {
+            "N/A"
+        },
+        if e_ok {
+            None
+        } else if graded.contains(&"int8") && graded.contains(&"fp16") {
+            na("a variant did not run to the end")
+        } else {
+            na("the profile does not grade both INT8 and FP16")
+        },
         "standard",
     ));
     // §6.2 f: placement.
@@ -208,23 +297,111 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
     if let Some(a) = &r.analysis {
         let t1 = grade::size_level(mb(a.params.bytes));
         let t2 = a.gflops.and_then(grade::size_level);
-        c.push(clause("§6.2 h", "Model size (Table 1)", "grade the parameter size: C1 ≥ 1000 MB, C2 ≥ 100, C3 ≥ 10, C4 > 0", format!("{} parameters, {:.3} MB → {}", crate::report::thousands(a.params.count), mb(a.params.bytes), t1.map(|l| l.to_string()).unwrap_or_else(|| "no level".into())), "PASS", None, "standard"));
-        c.push(clause("§6.2 h", "Compute (Table 2)", "grade the FLOPs: C1 ≥ 1000 G, C2 ≥ 100, C3 ≥ 10, C4 > 0", match (a.macs, a.gflops) { (Some(m), Some(g)) => format!("{} MACs, {g:.3} GFLOPs → {}", crate::report::thousands(m), t2.map(|l| l.to_string()).unwrap_or_else(|| "no level".into())), _ => "n/a: MACs not computed".into() }, if a.gflops.is_some() { "PASS" } else { "N/A" }, if a.gflops.is_some() { None } else { a.macs_unavailable.clone() }, "standard"));
+        c.push(clause(
+            "§6.2 h",
+            "Model size (Table 1)",
+            "grade the parameter size: C1 ≥ 1000 MB, C2 ≥ 100, C3 ≥ 10, C4 > 0",
+            format!(
+                "{} parameters, {:.3} MB → {}",
+                crate::report::thousands(a.params.count),
+                mb(a.params.bytes),
+                t1.map(|l| l.to_string())
+                    .unwrap_or_else(|| "no level".into())
+            ),
+            "PASS",
+            None,
+            "standard",
+        ));
+        c.push(clause(
+            "§6.2 h",
+            "Compute (Table 2)",
+            "grade the FLOPs: C1 ≥ 1000 G, C2 ≥ 100, C3 ≥ 10, C4 > 0",
+            match (a.macs, a.gflops) {
+                (Some(m), Some(g)) => format!(
+                    "{} MACs, {g:.3} GFLOPs → {}",
+                    crate::report::thousands(m),
+                    t2.map(|l| l.to_string())
+                        .unwrap_or_else(|| "no level".into())
+                ),
+                _ => "n/a: MACs not computed".into(),
+            },
+            if a.gflops.is_some() { "PASS" } else { "N/A" },
+            if a.gflops.is_some() {
+                None
+            } else {
+                a.macs_unavailable.clone()
+            },
+            "standard",
+        ));
     }
     // §6.2 i: Table 3 against Table 4.
     for prec in &p.model.precisions {
-        let a = r.accuracy.iter().find(|a| a.precision.map(|x| format!("{x:?}").to_lowercase()).as_deref() == Some(prec.as_str()));
+        let a = r.accuracy.iter().find(|a| {
+            a.precision
+                .map(|x| format!("{x:?}").to_lowercase())
+                .as_deref()
+                == Some(prec.as_str())
+        });
         let err = r.accuracy_errors.iter().find(|(q, _)| q == prec);
         let (measured, verdict, reason) = match (a, err) {
-            (Some(a), _) if a.complete && grade::accuracy_meets(a.level, p.accuracy.required) && a.nonfinite.is_empty() => (format!("MSE {} (output '{}') → {}; decision: {}", fmt_e(a.mse), a.worst_output, a.level.map(|l| l.to_string()).unwrap_or_default(), a.agreement_text), "PASS", None),
-            (Some(a), _) => (format!("MSE {} → {}", fmt_e(a.mse), a.level.map(|l| l.to_string()).unwrap_or_else(|| "below C1".into())), "FAIL", a.verdict_reason.clone().or(a.error.clone())),
+            (Some(a), _)
+                if a.complete
+                    && grade::accuracy_meets(a.level, p.accuracy.required)
+                    && a.nonfinite.is_empty() =>
+            {
+                (
+                    format!(
+                        "MSE {} (output '{}') → {}; decision: {}",
+                        fmt_e(a.mse),
+                        a.worst_output,
+                        a.level.map(|l| l.to_string()).unwrap_or_default(),
+                        a.agreement_text
+                    ),
+                    "PASS",
+                    None,
+                )
+            }
+            (Some(a), _) => (
+                format!(
+                    "MSE {} → {}",
+                    fmt_e(a.mse),
+                    a.level
+                        .map(|l| l.to_string())
+                        .unwrap_or_else(|| "below C1".into())
+                ),
+                "FAIL",
+                a.verdict_reason.clone().or(a.error.clone()),
+            ),
             (None, Some((_, e))) => ("not measured".into(), "FAIL", Some(e.clone())),
-            (None, None) => ("not measured".into(), "FAIL", na("the accuracy stage did not run")),
+            (None, None) => (
+                "not measured".into(),
+                "FAIL",
+                na("the accuracy stage did not run"),
+            ),
         };
         if verdict != "PASS" {
-            reasons.push(format!("accuracy {}: {}", prec.to_uppercase(), reason.clone().unwrap_or_else(|| "below the required level".into())));
+            reasons.push(format!(
+                "accuracy {}: {}",
+                prec.to_uppercase(),
+                reason
+                    .clone()
+                    .unwrap_or_else(|| "below the required level".into())
+            ));
         }
-        c.push(Clause { clause: "§6.2 i", title: "Accuracy (Table 3)", requirement: format!("{}: Table 3 level {} or stricter (Table 4, {})", prec.to_uppercase(), p.accuracy.required, p.scenario), measured, verdict, reason, source: "standard" });
+        c.push(Clause {
+            clause: "§6.2 i",
+            title: "Accuracy (Table 3)",
+            requirement: format!(
+                "{}: Table 3 level {} or stricter (Table 4, {})",
+                prec.to_uppercase(),
+                p.accuracy.required,
+                p.scenario
+            ),
+            measured,
+            verdict,
+            reason,
+            source: "standard",
+        });
     }
     // §7.2.1: attestations.
     let att = &p.attestations;
@@ -235,11 +412,48 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
         ("Container build image", &att.container_build_image),
     ] {
         let v = v.as_ref().filter(|s| !s.trim().is_empty());
-        c.push(clause("§7.2.1", title, "present (cannot be measured; attested by the lab)", v.cloned().unwrap_or_else(|| "not attested".into()), if v.is_some() { "ATTESTED" } else { "N/A" }, if v.is_some() { None } else { na("not attested in the profile's [attestations]") }, "standard"));
+        c.push(clause(
+            "§7.2.1",
+            title,
+            "present (cannot be measured; attested by the lab)",
+            v.cloned().unwrap_or_else(|| "not attested".into()),
+            if v.is_some() { "ATTESTED" } else { "N/A" },
+            if v.is_some() {
+                None
+            } else {
+                na("not attested in the profile's [attestations]")
+            },
+            "standard",
+        ));
     }
     // §7.2.2: the basic model runs and its FP32 result is correct.
-    let fp32 = r.accuracy.iter().find(|a| a.precision == Some(zoo::Precision::Fp32));
-    c.push(clause("§7.2.2", "Model support", "the model runs and its results are correct", match fp32 { Some(a) => format!("FP32 on {backend}: MSE {} against the CPU reference", fmt_e(a.mse)), None => "FP32 not graded".into() }, match fp32 { Some(a) if a.level == Some(Level::C4) => "PASS", Some(_) => "FAIL", None => "N/A" }, if fp32.is_none() { na("the profile does not grade FP32") } else { None }, "standard"));
+    let fp32 = r
+        .accuracy
+        .iter()
+        .find(|a| a.precision == Some(zoo::Precision::Fp32));
+    c.push(clause(
+        "§7.2.2",
+        "Model support",
+        "the model runs and its results are correct",
+        match fp32 {
+            Some(a) => format!(
+                "FP32 on {backend}: MSE {} against the CPU reference",
+                fmt_e(a.mse)
+            ),
+            None => "FP32 not graded".into(),
+        },
+        match fp32 {
+            Some(a) if a.level == Some(Level::C4) => "PASS",
+            Some(_) => "FAIL",
+            None => "N/A",
+        },
+        if fp32.is_none() {
+            na("the profile does not grade FP32")
+        } else {
+            None
+        },
+        "standard",
+    ));
     // §7.2.3–7.2.4 and Table 5.
     let speed_ok;
     match &r.speed {
@@ -254,32 +468,206 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
             let valid = s.validity.result == "VALID";
             speed_ok = valid && profile::speed_meets(level, p.speed.required) && s.complete;
             let t = p.speed.levels.get(&p.speed.required.to_string());
-            c.push(clause("§7.2.3", "Time (latency)", format!("P{q} end-to-end batch-1 latency ≤ {} ms ({} of Table 5)", t.map(|t| t.max_latency_ms).unwrap_or(f64::NAN), p.speed.required), match (&s.latency_ms, lat) { (Some(l), Some(x)) => format!("P{q} {x:.3} ms; mean {:.3} ms, P99 {:.3} ms, N = {}", l.mean, l.p99, l.n), _ => "n/a: no samples".into() }, if lat.zip(t).is_some_and(|(x, t)| x <= t.max_latency_ms) && valid { "PASS" } else { "FAIL" }, None, "profile"));
-            c.push(clause("§7.2.4", "FPS", format!("FPS = N/ΣTi ≥ {} ({} of Table 5)", t.map(|t| t.min_fps).unwrap_or(f64::NAN), p.speed.required), format!("{} 1/s; wall-clock throughput {} 1/s", fps.map(|f| format!("{f:.3}")).unwrap_or_else(|| "n/a".into()), s.throughput.value.map(|f| format!("{f:.3}")).unwrap_or_else(|| "n/a".into())), if fps.zip(t).is_some_and(|(f, t)| f >= t.min_fps) && valid { "PASS" } else { "FAIL" }, None, "profile"));
-            c.push(clause("Table 5", "Speed level", format!("{} or more demanding ({})", p.speed.required, p.scenario), format!("{} (run {})", level.map(|l| l.to_string()).unwrap_or_else(|| "below C4".into()), s.validity.result), if speed_ok { "PASS" } else { "FAIL" }, if valid { None } else { Some(format!("the run is INVALID: {}", s.validity.rules.iter().filter(|r| !r.passed).map(|r| format!("{} ({})", r.rule, r.detail)).collect::<Vec<_>>().join("; "))) }, "profile"));
+            c.push(clause(
+                "§7.2.3",
+                "Time (latency)",
+                format!(
+                    "P{q} end-to-end batch-1 latency ≤ {} ms ({} of Table 5)",
+                    t.map(|t| t.max_latency_ms).unwrap_or(f64::NAN),
+                    p.speed.required
+                ),
+                match (&s.latency_ms, lat) {
+                    (Some(l), Some(x)) => format!(
+                        "P{q} {x:.3} ms; mean {:.3} ms, P99 {:.3} ms, N = {}",
+                        l.mean, l.p99, l.n
+                    ),
+                    _ => "n/a: no samples".into(),
+                },
+                if lat.zip(t).is_some_and(|(x, t)| x <= t.max_latency_ms) && valid {
+                    "PASS"
+                } else {
+                    "FAIL"
+                },
+                None,
+                "profile",
+            ));
+            c.push(clause(
+                "§7.2.4",
+                "FPS",
+                format!(
+                    "FPS = N/ΣTi ≥ {} ({} of Table 5)",
+                    t.map(|t| t.min_fps).unwrap_or(f64::NAN),
+                    p.speed.required
+                ),
+                format!(
+                    "{} 1/s; wall-clock throughput {} 1/s",
+                    fps.map(|f| format!("{f:.3}"))
+                        .unwrap_or_else(|| "n/a".into()),
+                    s.throughput
+                        .value
+                        .map(|f| format!("{f:.3}"))
+                        .unwrap_or_else(|| "n/a".into())
+                ),
+                if fps.zip(t).is_some_and(|(f, t)| f >= t.min_fps) && valid {
+                    "PASS"
+                } else {
+                    "FAIL"
+                },
+                None,
+                "profile",
+            ));
+            c.push(clause(
+                "Table 5",
+                "Speed level",
+                format!("{} or more demanding ({})", p.speed.required, p.scenario),
+                format!(
+                    "{} (run {})",
+                    level
+                        .map(|l| l.to_string())
+                        .unwrap_or_else(|| "below C4".into()),
+                    s.validity.result
+                ),
+                if speed_ok { "PASS" } else { "FAIL" },
+                if valid {
+                    None
+                } else {
+                    Some(format!(
+                        "the run is INVALID: {}",
+                        s.validity
+                            .rules
+                            .iter()
+                            .filter(|r| !r.passed)
+                            .map(|r| format!("{} ({})", r.rule, r.detail))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ))
+                },
+                "profile",
+            ));
             if !speed_ok {
-                reasons.push(format!("speed: {} achieved, {} required{}", level.map(|l| l.to_string()).unwrap_or_else(|| "below C4".into()), p.speed.required, if valid { String::new() } else { " (run INVALID)".into() }));
+                reasons.push(format!(
+                    "speed: {} achieved, {} required{}",
+                    level
+                        .map(|l| l.to_string())
+                        .unwrap_or_else(|| "below C4".into()),
+                    p.speed.required,
+                    if valid {
+                        String::new()
+                    } else {
+                        " (run INVALID)".into()
+                    }
+                ));
             }
         }
         None => reasons.push("speed: not measured".into()),
     }
-    c.push(clause("§7.2.5", "QPS", "maximum queries per second within a response-time bound", "not measured", "N/A", na("the QPS stage (acceval serve/qps) is not implemented yet"), "standard"));
+    c.push(clause(
+        "§7.2.5",
+        "QPS",
+        "maximum queries per second within a response-time bound",
+        "not measured",
+        "N/A",
+        na("the QPS stage (acceval serve/qps) is not implemented yet"),
+        "standard",
+    ));
     // §7.2.6: utilization, with power and energy.
     let tele_ok;
     match r.speed.as_ref().and_then(|s| s.telemetry.as_ref()) {
         Some(t) => {
-            let util: Vec<String> = t.channels.iter().filter(|c| c.kind == crate::measure::telemetry::Kind::Utilization && !c.name.starts_with("cpu") || c.name == "cpu.util_pct").map(|c| format!("{} mean {} max {}", c.name, c.mean.map(|v| format!("{v:.1} %")).unwrap_or_else(|| "n/a".into()), c.max.map(|v| format!("{v:.1} %")).unwrap_or_else(|| "n/a".into()))).collect();
-            let missing: Vec<&String> = p.telemetry.require.iter().filter(|s| !t.sensors.iter().any(|x| &x.sensor == *s && x.status.starts_with("available"))).collect();
+            let util: Vec<String> = t
+                .channels
+                .iter()
+                .filter(|c| {
+                    c.kind == crate::measure::telemetry::Kind::Utilization
+                        && !c.name.starts_with("cpu")
+                        || c.name == "cpu.util_pct"
+                })
+                .map(|c| {
+                    format!(
+                        "{} mean {} max {}",
+                        c.name,
+                        c.mean
+                            .map(|v| format!("{v:.1} %"))
+                            .unwrap_or_else(|| "n/a".into()),
+                        c.max
+                            .map(|v| format!("{v:.1} %"))
+                            .unwrap_or_else(|| "n/a".into())
+                    )
+                })
+                .collect();
+            let missing: Vec<&String> = p
+                .telemetry
+                .require
+                .iter()
+                .filter(|s| {
+                    !t.sensors
+                        .iter()
+                        .any(|x| &x.sensor == *s && x.status.starts_with("available"))
+                })
+                .collect();
             tele_ok = missing.is_empty();
-            let power = if t.energy.is_empty() { "power and energy: n/a (no sensor)".to_string() } else { t.energy.iter().map(|e| format!("{}: {:.3} W average, {:.3} J, {} inferences/J", e.device, e.average_power_w, e.joules, e.inferences_per_joule.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into()))).collect::<Vec<_>>().join("; ") };
-            c.push(clause("§7.2.6", "Utilization, power, energy", format!("sample every {} ms; mean and max; required sensors: {}", t.interval_ms, if p.telemetry.require.is_empty() { "none".to_string() } else { p.telemetry.require.join(", ") }), format!("{}; {power}", util.join("; ")), if tele_ok { "PASS" } else { "FAIL" }, if tele_ok { None } else { Some(format!("required sensor(s) not available: {}", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))) }, "profile"));
+            let power = if t.energy.is_empty() {
+                "power and energy: n/a (no sensor)".to_string()
+            } else {
+                t.energy
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "{}: {:.3} W average, {:.3} J, {} inferences/J",
+                            e.device,
+                            e.average_power_w,
+                            e.joules,
+                            e.inferences_per_joule
+                                .map(|v| format!("{v:.3}"))
+                                .unwrap_or_else(|| "n/a".into())
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            c.push(clause(
+                "§7.2.6",
+                "Utilization, power, energy",
+                format!(
+                    "sample every {} ms; mean and max; required sensors: {}",
+                    t.interval_ms,
+                    if p.telemetry.require.is_empty() {
+                        "none".to_string()
+                    } else {
+                        p.telemetry.require.join(", ")
+                    }
+                ),
+                format!("{}; {power}", util.join("; ")),
+                if tele_ok { "PASS" } else { "FAIL" },
+                if tele_ok {
+                    None
+                } else {
+                    Some(format!(
+                        "required sensor(s) not available: {}",
+                        missing
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                },
+                "profile",
+            ));
             if !tele_ok {
                 reasons.push("telemetry: a required sensor is not available".into());
             }
         }
         None => {
             tele_ok = p.telemetry.require.is_empty();
-            c.push(clause("§7.2.6", "Utilization, power, energy", "sample every second", "not measured", if tele_ok { "N/A" } else { "FAIL" }, na("no telemetry was recorded"), "profile"));
+            c.push(clause(
+                "§7.2.6",
+                "Utilization, power, energy",
+                "sample every second",
+                "not measured",
+                if tele_ok { "N/A" } else { "FAIL" },
+                na("no telemetry was recorded"),
+                "profile",
+            ));
         }
     }
     let complete = r.stages.iter().all(|s| s.status == "done") && r.stages.len() == 4;
@@ -292,7 +680,18 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
     };
     if !complete {
         for s in r.stages.iter().filter(|s| s.status != "done") {
-            reasons.insert(0, format!("stage {} {}{}", s.name, s.status, s.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()));
+            reasons.insert(
+                0,
+                format!(
+                    "stage {} {}{}",
+                    s.name,
+                    s.status,
+                    s.error
+                        .as_ref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                ),
+            );
         }
     }
     (c, verdict, reasons)
@@ -319,7 +718,13 @@ fn percentile_of(s: &crate::measure::stats::Summary, q: f64) -> f64 {
 }
 
 /// The whole report as JSON.
-fn to_json(p: &Profile, profile_file: &Path, args: &GradeArgs, r: &Run, created: &str) -> anyhow::Result<Value> {
+fn to_json(
+    p: &Profile,
+    profile_file: &Path,
+    args: &GradeArgs,
+    r: &Run,
+    created: &str,
+) -> anyhow::Result<Value> {
     let backend = args.backend.backend.to_string();
     let (clauses, verdict, reasons) = judge(p, &backend, r);
     let model = match (&r.model_path, &r.analysis) {
@@ -407,17 +812,43 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// Writes every file of the report and the manifest over them.
-fn write_all(dir: &Path, report: &Value, r: &Run, p: &Profile, profile_file: &Path) -> anyhow::Result<()> {
+fn write_all(
+    dir: &Path,
+    report: &Value,
+    r: &Run,
+    p: &Profile,
+    profile_file: &Path,
+) -> anyhow::Result<()> {
     let mut files: Vec<&str> = vec!["report.json", "report.md", "report.html"];
     write(dir, "report.json", &serde_json::to_vec_pretty(report)?)?;
-    write(dir, "report.md", crate::report::compliance::markdown(report).as_bytes())?;
-    write(dir, "report.html", crate::report::compliance::html(report).as_bytes())?;
+    write(
+        dir,
+        "report.md",
+        crate::report::compliance::markdown(report).as_bytes(),
+    )?;
+    write(
+        dir,
+        "report.html",
+        crate::report::compliance::html(report).as_bytes(),
+    )?;
     if let Some(s) = &r.speed {
-        write(dir, "metrics.csv", crate::report::bench::summary_csv(s).as_bytes())?;
-        write(dir, "samples.csv", crate::report::bench::samples_csv(s).as_bytes())?;
+        write(
+            dir,
+            "metrics.csv",
+            crate::report::bench::summary_csv(s).as_bytes(),
+        )?;
+        write(
+            dir,
+            "samples.csv",
+            crate::report::bench::samples_csv(s).as_bytes(),
+        )?;
         files.extend(["metrics.csv", "samples.csv"]);
         if let Some(rec) = &s.recording {
-            write(dir, "telemetry.csv", crate::report::bench::telemetry_csv(rec).as_bytes())?;
+            write(
+                dir,
+                "telemetry.csv",
+                crate::report::bench::telemetry_csv(rec).as_bytes(),
+            )?;
             files.push("telemetry.csv");
         }
     }
@@ -428,7 +859,9 @@ fn write_all(dir: &Path, report: &Value, r: &Run, p: &Profile, profile_file: &Pa
     let mut inputs = Vec::new();
     let mut references = Vec::new();
     if let Some((e, _)) = zoo::parse_name(&p.model.name) {
-        let m = crate::task::inputs::inputs_dir().join(e.input_set).join("manifest.toml");
+        let m = crate::task::inputs::inputs_dir()
+            .join(e.input_set)
+            .join("manifest.toml");
         if let Ok(b) = std::fs::read(&m) {
             inputs.push(json!({"file": m.display().to_string(), "sha256": zoo::sha256_hex(&b), "note": "the input set's manifest: SHA-256 of every input file"}));
         }
@@ -443,14 +876,28 @@ fn write_all(dir: &Path, report: &Value, r: &Run, p: &Profile, profile_file: &Pa
         }
     }
     let mut models = Vec::new();
-    for m in r.accuracy.iter().map(|a| (a.model.clone(), a.model_sha256.clone())).chain(r.speed.as_ref().map(|s| (s.model.clone(), s.model_sha256.clone()))) {
+    for m in r
+        .accuracy
+        .iter()
+        .map(|a| (a.model.clone(), a.model_sha256.clone()))
+        .chain(
+            r.speed
+                .as_ref()
+                .map(|s| (s.model.clone(), s.model_sha256.clone())),
+        )
+    {
         let v = json!({"file": m.0, "sha256": m.1});
         if !models.contains(&v) {
             models.push(v);
         }
     }
     let env: serde_json::Map<String, Value> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("ACCEVAL_") || k == "ORT_DYLIB_PATH" || k.starts_with("CUDA_") || k.starts_with("ASCEND_"))
+        .filter(|(k, _)| {
+            k.starts_with("ACCEVAL_")
+                || k == "ORT_DYLIB_PATH"
+                || k.starts_with("CUDA_")
+                || k.starts_with("ASCEND_")
+        })
         .map(|(k, v)| (k, Value::String(v)))
         .collect();
     let manifest = json!({
@@ -473,15 +920,26 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
     let p = Profile::load(&profile_file)?;
     let backend = args.backend.backend.to_string();
     let created = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let stamp = created.replace([':', '-'], "").replace('T', "-").trim_end_matches('Z').to_string();
+    let stamp = created
+        .replace([':', '-'], "")
+        .replace('T', "-")
+        .trim_end_matches('Z')
+        .to_string();
     let dir = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("reports").join(format!("{stamp}Z-{}-{}", p.name, backend.replace([':', '@', '/'], "_")))
+        PathBuf::from("reports").join(format!(
+            "{stamp}Z-{}-{}",
+            p.name,
+            backend.replace([':', '@', '/'], "_")
+        ))
     });
     std::fs::create_dir_all(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
     let stop = bench::stop_flag();
     let mut r = Run::default();
     let bar = indicatif::ProgressBar::new(4);
-    bar.set_style(indicatif::ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {msg}").expect("valid template"));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {msg}")
+            .expect("valid template"),
+    );
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let save = |r: &Run| -> anyhow::Result<()> {
         let v = to_json(&p, &profile_file, &args, r, &created)?;
@@ -492,22 +950,41 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
     bar.set_message("identifying the devices (§6.2 c)");
     let t = Instant::now();
     r.devices = Some(crate::device::identify());
-    r.stages.push(Stage { name: "devices", status: "done", seconds: t.elapsed().as_secs_f64(), error: None });
+    r.stages.push(Stage {
+        name: "devices",
+        status: "done",
+        seconds: t.elapsed().as_secs_f64(),
+        error: None,
+    });
     bar.inc(1);
 
     // 2. The model (Tables 1–2).
     bar.set_message(format!("inspecting {} (Tables 1–2)", p.model.name));
     let t = Instant::now();
-    let base = profile_file.parent().map(|d| d.join(&p.model.name)).filter(|f| f.is_file()).unwrap_or_else(|| PathBuf::from(&p.model.name));
+    let base = profile_file
+        .parent()
+        .map(|d| d.join(&p.model.name))
+        .filter(|f| f.is_file())
+        .unwrap_or_else(|| PathBuf::from(&p.model.name));
     let inspected = zoo::resolve(&base).and_then(|m| Ok((crate::model::analyse(&m, &[])?, m)));
     match inspected {
         Ok((a, m)) => {
             r.analysis = Some(a);
             r.model_path = Some(m);
-            r.stages.push(Stage { name: "model", status: "done", seconds: t.elapsed().as_secs_f64(), error: None });
+            r.stages.push(Stage {
+                name: "model",
+                status: "done",
+                seconds: t.elapsed().as_secs_f64(),
+                error: None,
+            });
         }
         Err(e) => {
-            r.stages.push(Stage { name: "model", status: "failed", seconds: t.elapsed().as_secs_f64(), error: Some(format!("{e:#}")) });
+            r.stages.push(Stage {
+                name: "model",
+                status: "failed",
+                seconds: t.elapsed().as_secs_f64(),
+                error: Some(format!("{e:#}")),
+            });
         }
     }
     bar.inc(1);
@@ -522,13 +999,36 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
                 acc_error = Some("interrupted (Ctrl-C)".to_string());
                 break;
             }
-            bar.set_message(format!("accuracy of {} on {backend} (Table 3)", prec.to_uppercase()));
-            let name = if zoo::parse_name(&p.model.name).is_some() { variant(&p.model.name, prec) } else { p.model.name.clone() };
+            bar.set_message(format!(
+                "accuracy of {} on {backend} (Table 3)",
+                prec.to_uppercase()
+            ));
+            let name = if zoo::parse_name(&p.model.name).is_some() {
+                variant(&p.model.name, prec)
+            } else {
+                p.model.name.clone()
+            };
             let res = (|| -> anyhow::Result<AccuracyReport> {
                 let model = zoo::resolve(Path::new(&name))?;
-                let reference = p.accuracy.reference.as_ref().map(|d| profile_file.parent().unwrap_or(Path::new(".")).join(d));
-                let (reference, relation) = accuracy::find_reference(&model, reference.as_deref(), &args.backend)?;
-                accuracy::evaluate(&model, &args.backend, &reference, relation, &EvalOptions { limit: None, task: None, det: Default::default(), required: Some(p.accuracy.required) })
+                let reference = p
+                    .accuracy
+                    .reference
+                    .as_ref()
+                    .map(|d| profile_file.parent().unwrap_or(Path::new(".")).join(d));
+                let (reference, relation) =
+                    accuracy::find_reference(&model, reference.as_deref(), &args.backend)?;
+                accuracy::evaluate(
+                    &model,
+                    &args.backend,
+                    &reference,
+                    relation,
+                    &EvalOptions {
+                        limit: None,
+                        task: None,
+                        det: Default::default(),
+                        required: Some(p.accuracy.required),
+                    },
+                )
             })();
             match res {
                 Ok(a) => r.accuracy.push(a),
@@ -537,19 +1037,42 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
             save(&r)?;
         }
     }
-    let acc_status = if acc_error.is_some() { "interrupted" } else if r.model_path.is_none() { "not run" } else { "done" };
-    r.stages.push(Stage { name: "accuracy", status: acc_status, seconds: t.elapsed().as_secs_f64(), error: acc_error });
+    let acc_status = if acc_error.is_some() {
+        "interrupted"
+    } else if r.model_path.is_none() {
+        "not run"
+    } else {
+        "done"
+    };
+    r.stages.push(Stage {
+        name: "accuracy",
+        status: acc_status,
+        seconds: t.elapsed().as_secs_f64(),
+        error: acc_error,
+    });
     bar.inc(1);
     save(&r)?;
 
     // 4. Speed with telemetry (Table 5).
     let t = Instant::now();
     if r.model_path.is_some() && !stop.load(Ordering::Relaxed) {
-        bar.set_message(format!("latency, FPS and telemetry of {} on {backend} (§7.2.3–7.2.6)", p.model.speed_precision.to_uppercase()));
-        let name = if zoo::parse_name(&p.model.name).is_some() { variant(&p.model.name, &p.model.speed_precision) } else { p.model.name.clone() };
+        bar.set_message(format!(
+            "latency, FPS and telemetry of {} on {backend} (§7.2.3–7.2.6)",
+            p.model.speed_precision.to_uppercase()
+        ));
+        let name = if zoo::parse_name(&p.model.name).is_some() {
+            variant(&p.model.name, &p.model.speed_precision)
+        } else {
+            p.model.name.clone()
+        };
         let res = zoo::resolve(Path::new(&name)).and_then(|model| {
             let b = BenchArgs {
-                backend: BackendArgs { backend: args.backend.backend.clone(), threads: args.backend.threads, graph_opt: args.backend.graph_opt, ep_option: args.backend.ep_option.clone() },
+                backend: BackendArgs {
+                    backend: args.backend.backend.clone(),
+                    threads: args.backend.threads,
+                    graph_opt: args.backend.graph_opt,
+                    ep_option: args.backend.ep_option.clone(),
+                },
                 model: model.clone(),
                 inputs: None,
                 task: None,
@@ -569,8 +1092,10 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
                 peak_power: false,
                 sample_ms: p.policy.sample_ms,
                 ptd: args.ptd.clone(),
-                conf: 0.25,
-                iou: 0.45,
+                detect: crate::cli::DetectArgs {
+                    conf: 0.25,
+                    iou: 0.45,
+                },
                 json: false,
                 export_json: None,
                 export_csv: None,
@@ -582,16 +1107,41 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
         });
         match res {
             Ok((s, m)) => {
-                let status = if s.complete { "done" } else if s.error.as_deref() == Some(bench::INTERRUPTED) { "interrupted" } else { "failed" };
+                let status = if s.complete {
+                    "done"
+                } else if s.error.as_deref() == Some(bench::INTERRUPTED) {
+                    "interrupted"
+                } else {
+                    "failed"
+                };
                 let err = s.error.clone();
                 r.speed = Some(s);
                 r.speed_model = Some(m);
-                r.stages.push(Stage { name: "speed", status, seconds: t.elapsed().as_secs_f64(), error: err });
+                r.stages.push(Stage {
+                    name: "speed",
+                    status,
+                    seconds: t.elapsed().as_secs_f64(),
+                    error: err,
+                });
             }
-            Err(e) => r.stages.push(Stage { name: "speed", status: "failed", seconds: t.elapsed().as_secs_f64(), error: Some(format!("{e:#}")) }),
+            Err(e) => r.stages.push(Stage {
+                name: "speed",
+                status: "failed",
+                seconds: t.elapsed().as_secs_f64(),
+                error: Some(format!("{e:#}")),
+            }),
         }
     } else {
-        r.stages.push(Stage { name: "speed", status: if stop.load(Ordering::Relaxed) { "interrupted" } else { "not run" }, seconds: 0.0, error: None });
+        r.stages.push(Stage {
+            name: "speed",
+            status: if stop.load(Ordering::Relaxed) {
+                "interrupted"
+            } else {
+                "not run"
+            },
+            seconds: 0.0,
+            error: None,
+        });
     }
     bar.inc(1);
     bar.finish_and_clear();
@@ -604,7 +1154,11 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
         Some("NOT COMPLIANT") => Ok(Outcome::NotCompliant),
         _ => bail!(
             "the grade is INCOMPLETE ({}); what was measured is in {}",
-            v["verdict_reasons"].as_array().and_then(|a| a.first()).and_then(|x| x.as_str()).unwrap_or("a stage did not finish"),
+            v["verdict_reasons"]
+                .as_array()
+                .and_then(|a| a.first())
+                .and_then(|x| x.as_str())
+                .unwrap_or("a stage did not finish"),
             dir.display()
         ),
     }
@@ -614,9 +1168,13 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
 /// `report.json` against the schema.
 pub fn verify(dir: &Path) -> anyhow::Result<Outcome> {
     let mpath = dir.join("manifest.json");
-    let manifest: Value = serde_json::from_slice(&std::fs::read(&mpath).with_context(|| format!("reading '{}'", mpath.display()))?)
-        .with_context(|| format!("'{}' is not JSON", mpath.display()))?;
-    let files = manifest["files"].as_array().ok_or_else(|| anyhow::anyhow!("'{}' lists no files", mpath.display()))?;
+    let manifest: Value = serde_json::from_slice(
+        &std::fs::read(&mpath).with_context(|| format!("reading '{}'", mpath.display()))?,
+    )
+    .with_context(|| format!("'{}' is not JSON", mpath.display()))?;
+    let files = manifest["files"]
+        .as_array()
+        .ok_or_else(|| anyhow::anyhow!("'{}' lists no files", mpath.display()))?;
     let mut problems = Vec::new();
     let mut ok = 0;
     for f in files {
@@ -634,19 +1192,29 @@ pub fn verify(dir: &Path) -> anyhow::Result<Outcome> {
             Err(e) => problems.push(format!("{name}: missing ({e})")),
         }
     }
-    let report: Option<Value> = std::fs::read(dir.join("report.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let report: Option<Value> = std::fs::read(dir.join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
     match &report {
         Some(r) => {
-            let schema: Value = serde_json::from_str(REPORT_SCHEMA).expect("the committed schema is JSON");
+            let schema: Value =
+                serde_json::from_str(REPORT_SCHEMA).expect("the committed schema is JSON");
             let v = jsonschema::validator_for(&schema).expect("the committed schema is valid");
             for e in v.iter_errors(r).take(10) {
-                problems.push(format!("report.json does not match schemas/report.schema.json at {}: {e}", e.instance_path()));
+                problems.push(format!(
+                    "report.json does not match schemas/report.schema.json at {}: {e}",
+                    e.instance_path()
+                ));
             }
         }
         None => problems.push("report.json: missing or not JSON".into()),
     }
     if problems.is_empty() {
-        println!("{}: OK — {ok} files match manifest.json; report.json matches the schema ({})", dir.display(), SCHEMA);
+        println!(
+            "{}: OK — {ok} files match manifest.json; report.json matches the schema ({})",
+            dir.display(),
+            SCHEMA
+        );
         Ok(Outcome::Ok)
     } else {
         println!("{}: FAILED", dir.display());
@@ -660,8 +1228,10 @@ pub fn verify(dir: &Path) -> anyhow::Result<Outcome> {
 /// `acceval report DIR --format md|html|csv`: the views again, from `report.json`.
 pub fn render(dir: &Path, format: &str) -> anyhow::Result<Outcome> {
     let p = dir.join("report.json");
-    let v: Value = serde_json::from_slice(&std::fs::read(&p).with_context(|| format!("reading '{}'", p.display()))?)
-        .with_context(|| format!("'{}' is not JSON", p.display()))?;
+    let v: Value = serde_json::from_slice(
+        &std::fs::read(&p).with_context(|| format!("reading '{}'", p.display()))?,
+    )
+    .with_context(|| format!("'{}' is not JSON", p.display()))?;
     let out = match format {
         "md" => crate::report::compliance::markdown(&v),
         "html" => crate::report::compliance::html(&v),

@@ -578,11 +578,7 @@ fn run_task(args: &RunArgs, model: &Path) -> anyhow::Result<Outcome> {
         input_shape: shape.clone(),
         labels: entry.map(|e| e.labels.clone()).unwrap_or_default(),
         top_k: args.top_k,
-        detect: crate::task::detect::DetectParams {
-            conf: args.conf,
-            iou: args.iou,
-            ..Default::default()
-        },
+        detect: args.detect.params(),
     };
     let opts = load_options(&args.backend, vec![(input.name.clone(), shape)], false)?;
     let mut session = backend::load(model, &args.backend.backend, &opts)?;

@@ -145,10 +145,7 @@ fn line_of(text: &str, table: &str, key: &str) -> Option<usize> {
             }
             continue;
         }
-        if current == table
-            && t.split('=').next().map(str::trim) == Some(key)
-            && !key.is_empty()
-        {
+        if current == table && t.split('=').next().map(str::trim) == Some(key) && !key.is_empty() {
             return Some(i + 1);
         }
     }
@@ -243,19 +240,36 @@ impl Profile {
             message,
         };
         if self.schema != SCHEMA {
-            return Err(err("", "schema", format!("'{}', expected '{SCHEMA}'", self.schema)));
+            return Err(err(
+                "",
+                "schema",
+                format!("'{}', expected '{SCHEMA}'", self.schema),
+            ));
         }
         if self.model.precisions.is_empty() {
-            return Err(err("model", "precisions", "list at least one of fp32, fp16, int8".into()));
+            return Err(err(
+                "model",
+                "precisions",
+                "list at least one of fp32, fp16, int8".into(),
+            ));
         }
-        for p in self.model.precisions.iter().chain([&self.model.speed_precision]) {
+        for p in self
+            .model
+            .precisions
+            .iter()
+            .chain([&self.model.speed_precision])
+        {
             if !matches!(p.as_str(), "fp32" | "fp16" | "int8") {
                 let key = if p == &self.model.speed_precision {
                     "speed_precision"
                 } else {
                     "precisions"
                 };
-                return Err(err("model", key, format!("'{p}' is not fp32, fp16 or int8")));
+                return Err(err(
+                    "model",
+                    key,
+                    format!("'{p}' is not fp32, fp16 or int8"),
+                ));
             }
         }
         if !(self.speed.percentile > 0.0 && self.speed.percentile < 100.0) {
@@ -284,28 +298,46 @@ impl Profile {
                 });
             };
             if !(v.max_latency_ms > 0.0 && v.max_latency_ms.is_finite()) {
-                return Err(err(&table, "max_latency_ms", "must be a positive number of ms".into()));
+                return Err(err(
+                    &table,
+                    "max_latency_ms",
+                    "must be a positive number of ms".into(),
+                ));
             }
             if !(v.min_fps >= 0.0 && v.min_fps.is_finite()) {
                 return Err(err(&table, "min_fps", "must be a number >= 0".into()));
             }
-            if let Some((pl, pv)) = prev {
-                if v.max_latency_ms < pv.max_latency_ms || v.min_fps > pv.min_fps {
-                    return Err(err(
-                        &table,
-                        "max_latency_ms",
-                        format!("{l} must be no more demanding than {pl} (C1 is the most demanding)"),
-                    ));
-                }
+            if let Some((pl, pv)) = prev
+                && (v.max_latency_ms < pv.max_latency_ms || v.min_fps > pv.min_fps)
+            {
+                return Err(err(
+                    &table,
+                    "max_latency_ms",
+                    format!("{l} must be no more demanding than {pl} (C1 is the most demanding)"),
+                ));
             }
             prev = Some((l, v));
         }
-        if let Some(k) = self.speed.levels.keys().find(|k| !["C1", "C2", "C3", "C4"].contains(&k.as_str())) {
+        if let Some(k) = self
+            .speed
+            .levels
+            .keys()
+            .find(|k| !["C1", "C2", "C3", "C4"].contains(&k.as_str()))
+        {
             return Err(err("speed.levels", k, "levels are C1, C2, C3, C4".into()));
         }
         let pol = &self.policy;
-        if pol.runs == 0 || !(pol.duration_s >= 0.0) || !(pol.interval_ms >= 0.0) {
-            return Err(err("policy", "runs", "runs >= 1, duration_s >= 0, interval_ms >= 0".into()));
+        if pol.runs == 0
+            || pol.duration_s.is_nan()
+            || pol.duration_s < 0.0
+            || pol.interval_ms.is_nan()
+            || pol.interval_ms < 0.0
+        {
+            return Err(err(
+                "policy",
+                "runs",
+                "runs >= 1, duration_s >= 0, interval_ms >= 0".into(),
+            ));
         }
         for s in &self.telemetry.require {
             if !SENSORS.contains(&s.as_str()) {
@@ -324,9 +356,10 @@ impl Profile {
         [Level::C1, Level::C2, Level::C3, Level::C4]
             .into_iter()
             .find(|l| {
-                self.speed.levels.get(&l.to_string()).is_some_and(|t| {
-                    latency_ms <= t.max_latency_ms && fps >= t.min_fps
-                })
+                self.speed
+                    .levels
+                    .get(&l.to_string())
+                    .is_some_and(|t| latency_ms <= t.max_latency_ms && fps >= t.min_fps)
             })
     }
 }
@@ -346,7 +379,12 @@ mod tests {
             .unwrap()
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-            .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap()))
+            .map(|p| {
+                (
+                    p.display().to_string(),
+                    std::fs::read_to_string(&p).unwrap(),
+                )
+            })
             .collect()
     }
 
@@ -369,12 +407,19 @@ mod tests {
         let typo = t.replace("max_latency_ms", "max_latencyms");
         let e = Profile::parse(&typo, &f).unwrap_err();
         assert_eq!(e.key, "max_latencyms");
-        let want = typo.lines().position(|l| l.contains("max_latencyms")).unwrap() + 1;
+        let want = typo
+            .lines()
+            .position(|l| l.contains("max_latencyms"))
+            .unwrap()
+            + 1;
         assert_eq!(e.line, Some(want), "{e}");
         let bad = t.replace("percentile = 90", "percentile = 190");
         let e = Profile::parse(&bad, &f).unwrap_err();
         assert_eq!(e.key, "speed.percentile");
-        assert!(e.line.is_some() && e.to_string().contains("(0, 100)"), "{e}");
+        assert!(
+            e.line.is_some() && e.to_string().contains("(0, 100)"),
+            "{e}"
+        );
         let bad = t.replace("\"int8\"]", "\"int4\"]");
         let e = Profile::parse(&bad, &f).unwrap_err();
         assert_eq!(e.key, "model.precisions");

@@ -20,7 +20,9 @@ fn s(v: &Value) -> String {
             let f = n.as_f64().unwrap_or(0.0);
             if n.is_u64() || n.is_i64() {
                 n.to_string()
-            } else if f != 0.0 && (f.abs() < 1e-3 || f.abs() >= 1e6) {
+            } else if f == 0.0 {
+                "0".into()
+            } else if f.abs() < 0.01 || f.abs() >= 1e6 {
                 format!("{f:.4e}")
             } else {
                 format!("{f:.3}")
@@ -64,7 +66,10 @@ impl Table {
             let _ = writeln!(
                 o,
                 "| {} |",
-                r.iter().map(|c| md_escape(c)).collect::<Vec<_>>().join(" | ")
+                r.iter()
+                    .map(|c| md_escape(c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
             );
         }
         o
@@ -104,7 +109,11 @@ enum Block {
 /// A percentile number as written: 90, 99.9.
 fn pct(v: &Value) -> String {
     let f = v.as_f64().unwrap_or(f64::NAN);
-    if f.fract() == 0.0 { format!("{f:.0}") } else { format!("{f}") }
+    if f.fract() == 0.0 {
+        format!("{f:.0}")
+    } else {
+        format!("{f}")
+    }
 }
 
 fn level(v: &Value) -> String {
@@ -113,7 +122,9 @@ fn level(v: &Value) -> String {
 
 fn summary_row(name: &str, x: &Value) -> Vec<String> {
     let mut r = vec![name.to_string()];
-    for k in ["mean", "min", "max", "stddev", "p50", "p75", "p90", "p99", "p999", "n"] {
+    for k in [
+        "mean", "min", "max", "stddev", "p50", "p75", "p90", "p99", "p999", "n",
+    ] {
         r.push(match &x[k] {
             Value::Null => "n/a".into(),
             v => s(v),
@@ -212,7 +223,15 @@ fn blocks(v: &Value) -> Vec<Block> {
     // Clause by clause.
     b.push(Block::Heading("Clause by clause".into()));
     b.push(Block::Para("Source: standard — the draft's requirement; profile — a threshold this profile sets where the draft gives none.".into()));
-    let mut t = Table::new(&["clause", "title", "requirement", "measured", "verdict", "reason", "source"]);
+    let mut t = Table::new(&[
+        "clause",
+        "title",
+        "requirement",
+        "measured",
+        "verdict",
+        "reason",
+        "source",
+    ]);
     for c in v["clauses"].as_array().into_iter().flatten() {
         t.row(vec![
             s(&c["clause"]),
@@ -228,7 +247,18 @@ fn blocks(v: &Value) -> Vec<Block> {
 
     // Accuracy per output.
     b.push(Block::Heading("Accuracy (Table 3) per output".into()));
-    let mut t = Table::new(&["precision", "output", "elements", "MSE", "max abs error", "rel L2", "cosine", "NaN/Inf", "level", "decision"]);
+    let mut t = Table::new(&[
+        "precision",
+        "output",
+        "elements",
+        "MSE",
+        "max abs error",
+        "rel L2",
+        "cosine",
+        "NaN/Inf",
+        "level",
+        "decision",
+    ]);
     let mut bars = Vec::new();
     for a in v["accuracy"].as_array().into_iter().flatten() {
         let prec = a["precision"].as_str().unwrap_or("?").to_uppercase();
@@ -295,7 +325,19 @@ fn blocks(v: &Value) -> Vec<Block> {
             s(&bench["harness_overhead_us"]),
             s(&bench["latency_definition"])
         )));
-        let mut t = Table::new(&["metric (ms)", "average", "min", "max", "stddev", "P50", "P75", "P90", "P99", "P99.9", "N"]);
+        let mut t = Table::new(&[
+            "metric (ms)",
+            "average",
+            "min",
+            "max",
+            "stddev",
+            "P50",
+            "P75",
+            "P90",
+            "P99",
+            "P99.9",
+            "N",
+        ]);
         if !bench["latency_ms"].is_null() {
             t.row(summary_row("end to end", &bench["latency_ms"]));
         }
@@ -348,7 +390,9 @@ fn blocks(v: &Value) -> Vec<Block> {
 
         // Utilization and power.
         let tm = &bench["telemetry"];
-        b.push(Block::Heading("Utilization, power and energy (§7.2.6, §7.1.4–7.1.7)".into()));
+        b.push(Block::Heading(
+            "Utilization, power and energy (§7.2.6, §7.1.4–7.1.7)".into(),
+        ));
         if tm.is_null() {
             b.push(Block::Para("No telemetry was recorded.".into()));
         } else {
@@ -371,7 +415,14 @@ fn blocks(v: &Value) -> Vec<Block> {
             b.push(Block::Table(t));
             match tm["energy"].as_array().filter(|e| !e.is_empty()) {
                 Some(es) => {
-                    let mut t = Table::new(&["device", "energy (J)", "method", "average power (W)", "peak power (W)", "inferences/J"]);
+                    let mut t = Table::new(&[
+                        "device",
+                        "energy (J)",
+                        "method",
+                        "average power (W)",
+                        "peak power (W)",
+                        "inferences/J",
+                    ]);
                     for e in es {
                         t.row(vec![
                             s(&e["device"]),
@@ -417,12 +468,25 @@ fn blocks(v: &Value) -> Vec<Block> {
             t.row(vec![k.into(), s(x)]);
         }
         for g in d["nvidia"]["gpus"].as_array().into_iter().flatten() {
-            t.row(vec![format!("GPU {}", s(&g["index"])), format!("{} ({} bytes)", s(&g["name"]), s(&g["memory_bytes"]))]);
+            t.row(vec![
+                format!("GPU {}", s(&g["index"])),
+                format!("{} ({} bytes)", s(&g["name"]), s(&g["memory_bytes"])),
+            ]);
         }
         b.push(Block::Table(t));
         let mut t = Table::new(&["backend", "status"]);
         for x in d["backends"].as_array().into_iter().flatten() {
-            t.row(vec![s(&x["name"]), format!("{} {}", s(&x["availability"]["status"]), x["availability"]["detail"].as_str().or(x["availability"]["reason"].as_str()).unwrap_or(""))]);
+            t.row(vec![
+                s(&x["name"]),
+                format!(
+                    "{} {}",
+                    s(&x["availability"]["status"]),
+                    x["availability"]["detail"]
+                        .as_str()
+                        .or(x["availability"]["reason"].as_str())
+                        .unwrap_or("")
+                ),
+            ]);
         }
         b.push(Block::Table(t));
     }
@@ -436,7 +500,12 @@ fn blocks(v: &Value) -> Vec<Block> {
     b.push(Block::Table(t));
     let mut t = Table::new(&["stage", "status", "seconds", "error"]);
     for x in v["stages"].as_array().into_iter().flatten() {
-        t.row(vec![s(&x["name"]), s(&x["status"]), s(&x["seconds"]), x["error"].as_str().unwrap_or("").into()]);
+        t.row(vec![
+            s(&x["name"]),
+            s(&x["status"]),
+            s(&x["seconds"]),
+            x["error"].as_str().unwrap_or("").into(),
+        ]);
     }
     b.push(Block::Heading("Stages".into()));
     b.push(Block::Table(t));
@@ -510,9 +579,18 @@ pub fn html(v: &Value) -> String {
     for b in blocks(v) {
         match b {
             Block::Heading(h) => {
-                let _ = write!(o, "<h{0}>{1}</h{0}>", if first { 1 } else { 2 }, html_escape(&h));
+                let _ = write!(
+                    o,
+                    "<h{0}>{1}</h{0}>",
+                    if first { 1 } else { 2 },
+                    html_escape(&h)
+                );
                 if first {
-                    let _ = write!(o, "<p><span class=\"verdict\">{}</span></p>", html_escape(&verdict));
+                    let _ = write!(
+                        o,
+                        "<p><span class=\"verdict\">{}</span></p>",
+                        html_escape(&verdict)
+                    );
                 }
                 first = false;
             }
@@ -535,11 +613,19 @@ pub fn clauses_csv(v: &Value) -> String {
         let _ = writeln!(
             o,
             "{}",
-            ["clause", "title", "requirement", "measured", "verdict", "reason", "source"]
-                .iter()
-                .map(|k| q(c[*k].as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join(",")
+            [
+                "clause",
+                "title",
+                "requirement",
+                "measured",
+                "verdict",
+                "reason",
+                "source"
+            ]
+            .iter()
+            .map(|k| q(c[*k].as_str().unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(",")
         );
     }
     o
@@ -560,7 +646,12 @@ pub fn terminal(o: &mut impl Write, v: &Value, dir: &Path) -> std::io::Result<()
     for r in v["verdict_reasons"].as_array().into_iter().flatten() {
         writeln!(o, "  - {}", s(r))?;
     }
-    writeln!(o, "Report:  {}/report.md, report.html, report.json (verify: acceval verify {})", dir.display(), dir.display())
+    writeln!(
+        o,
+        "Report:  {}/report.md, report.html, report.json (verify: acceval verify {})",
+        dir.display(),
+        dir.display()
+    )
 }
 
 // --- SVG charts --------------------------------------------------------------------------
@@ -600,10 +691,22 @@ fn ticks(o: &mut String, lo: f64, hi: f64, x_axis: bool) {
         let v = lo + (hi - lo) * k as f64 / 4.0;
         if x_axis {
             let x = sx(v, lo, hi);
-            let _ = write!(o, "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>", H - B + 14.0, fmt_tick(v, lo, hi));
+            let _ = write!(
+                o,
+                "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                H - B + 14.0,
+                fmt_tick(v, lo, hi)
+            );
         } else {
             let y = sy(v, lo, hi);
-            let _ = write!(o, "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><line x1=\"{L}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#eee\"/>", L - 4.0, y + 4.0, fmt_tick(v, lo, hi), W - 10.0);
+            let _ = write!(
+                o,
+                "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><line x1=\"{L}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#eee\"/>",
+                L - 4.0,
+                y + 4.0,
+                fmt_tick(v, lo, hi),
+                W - 10.0
+            );
         }
     }
 }
@@ -617,7 +720,11 @@ fn fmt_tick(v: f64, lo: f64, hi: f64) -> String {
 
 fn histogram(xs: &[f64]) -> String {
     let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max).max(lo + 1e-9);
+    let hi = xs
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max)
+        .max(lo + 1e-9);
     let bins = 30usize;
     let mut counts = vec![0usize; bins];
     for &x in xs {
@@ -632,7 +739,12 @@ fn histogram(xs: &[f64]) -> String {
     for (i, &c) in counts.iter().enumerate() {
         let x = L + i as f64 * bw;
         let y = sy(c as f64, 0.0, top);
-        let _ = write!(o, "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#3b6fb6\"/>", (bw - 1.0).max(0.5), (H - B - y).max(0.0));
+        let _ = write!(
+            o,
+            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#3b6fb6\"/>",
+            (bw - 1.0).max(0.5),
+            (H - B - y).max(0.0)
+        );
     }
     o.push_str("</svg>");
     o
@@ -652,21 +764,47 @@ fn cdf(xs: &[f64]) -> String {
         .iter()
         .enumerate()
         .filter(|(i, _)| i % step == 0 || *i == v.len() - 1)
-        .map(|(i, &x)| format!("{:.1},{:.1}", sx(x, lo, hi), sy((i + 1) as f64 / n, 0.0, 1.0)))
+        .map(|(i, &x)| {
+            format!(
+                "{:.1},{:.1}",
+                sx(x, lo, hi),
+                sy((i + 1) as f64 / n, 0.0, 1.0)
+            )
+        })
         .collect();
-    let _ = write!(o, "<polyline fill=\"none\" stroke=\"#3b6fb6\" stroke-width=\"1.5\" points=\"{}\"/></svg>", pts.join(" "));
+    let _ = write!(
+        o,
+        "<polyline fill=\"none\" stroke=\"#3b6fb6\" stroke-width=\"1.5\" points=\"{}\"/></svg>",
+        pts.join(" ")
+    );
     o
 }
 
 fn timeline(tl: &Value) -> String {
-    let names: Vec<String> = tl["channels"].as_array().into_iter().flatten().map(s).collect();
+    let names: Vec<String> = tl["channels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(s)
+        .collect();
     let ticks_v: Vec<Vec<f64>> = tl["ticks"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|t| t.as_array().into_iter().flatten().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect())
+        .map(|t| {
+            t.as_array()
+                .into_iter()
+                .flatten()
+                .map(|x| x.as_f64().unwrap_or(f64::NAN))
+                .collect()
+        })
         .collect();
-    let t_hi = ticks_v.iter().filter_map(|t| t.first()).copied().fold(0.0, f64::max) / 1e3;
+    let t_hi = ticks_v
+        .iter()
+        .filter_map(|t| t.first())
+        .copied()
+        .fold(0.0, f64::max)
+        / 1e3;
     let mut hi: f64 = 100.0;
     for t in &ticks_v {
         for v in t.iter().skip(1) {
@@ -675,20 +813,39 @@ fn timeline(tl: &Value) -> String {
             }
         }
     }
-    let mut o = frame("Utilization (%) and power (W) over the measured window", "time (s)", "% or W");
+    let mut o = frame(
+        "Utilization (%) and power (W) over the measured window",
+        "time (s)",
+        "% or W",
+    );
     ticks(&mut o, 0.0, t_hi.max(1e-3), true);
     ticks(&mut o, 0.0, hi, false);
-    let colors = ["#3b6fb6", "#d0743c", "#1b7f3b", "#8e44ad", "#b3261e", "#555"];
+    let colors = [
+        "#3b6fb6", "#d0743c", "#1b7f3b", "#8e44ad", "#b3261e", "#555",
+    ];
     for (k, name) in names.iter().enumerate() {
         let pts: Vec<String> = ticks_v
             .iter()
             .filter_map(|t| {
                 let v = *t.get(k + 1)?;
-                v.is_finite().then(|| format!("{:.1},{:.1}", sx(t[0] / 1e3, 0.0, t_hi.max(1e-3)), sy(v, 0.0, hi)))
+                v.is_finite().then(|| {
+                    format!(
+                        "{:.1},{:.1}",
+                        sx(t[0] / 1e3, 0.0, t_hi.max(1e-3)),
+                        sy(v, 0.0, hi)
+                    )
+                })
             })
             .collect();
         let c = colors[k % colors.len()];
-        let _ = write!(o, "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/><text x=\"{}\" y=\"{}\" fill=\"{c}\">{}</text>", pts.join(" "), L + 8.0, 36.0 + 13.0 * k as f64, html_escape(name));
+        let _ = write!(
+            o,
+            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/><text x=\"{}\" y=\"{}\" fill=\"{c}\">{}</text>",
+            pts.join(" "),
+            L + 8.0,
+            36.0 + 13.0 * k as f64,
+            html_escape(name)
+        );
     }
     o.push_str("</svg>");
     o
@@ -698,17 +855,46 @@ fn mse_chart(bars: &[(String, f64)]) -> String {
     // log10 scale from 1e-16 to 1e2, with the Table 3 bounds drawn.
     let (lo, hi) = (-16.0, 2.0);
     let h = 70.0 + 22.0 * bars.len() as f64;
-    let mut o = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{h}\" viewBox=\"0 0 {W} {h}\" font-family=\"sans-serif\" font-size=\"11\"><text x=\"{}\" y=\"16\" text-anchor=\"middle\" font-weight=\"600\">MSE per output against the FP32 reference (log scale)</text>", W / 2.0);
+    let mut o = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{h}\" viewBox=\"0 0 {W} {h}\" font-family=\"sans-serif\" font-size=\"11\"><text x=\"{}\" y=\"16\" text-anchor=\"middle\" font-weight=\"600\">MSE per output against the FP32 reference (log scale)</text>",
+        W / 2.0
+    );
     let x = |v: f64| 150.0 + (v - lo) / (hi - lo) * (W - 170.0);
-    for (k, (bound, l)) in [(0.01f64, "C4"), (0.1, "C3"), (1.0, "C2"), (10.0, "C1")].into_iter().enumerate() {
+    for (k, (bound, l)) in [(0.01f64, "C4"), (0.1, "C3"), (1.0, "C2"), (10.0, "C1")]
+        .into_iter()
+        .enumerate()
+    {
         let xx = x(bound.log10());
-        let _ = write!(o, "<line x1=\"{xx:.1}\" y1=\"30\" x2=\"{xx:.1}\" y2=\"{}\" stroke=\"#b3261e\" stroke-dasharray=\"3,3\"/><text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#b3261e\">{l}</text>", h - 24.0, if k % 2 == 0 { h - 12.0 } else { h - 2.0 });
+        let _ = write!(
+            o,
+            "<line x1=\"{xx:.1}\" y1=\"30\" x2=\"{xx:.1}\" y2=\"{}\" stroke=\"#b3261e\" stroke-dasharray=\"3,3\"/><text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#b3261e\">{l}</text>",
+            h - 24.0,
+            if k % 2 == 0 { h - 12.0 } else { h - 2.0 }
+        );
     }
-    let _ = write!(o, "<text x=\"150\" y=\"{}\" fill=\"#555\">1e-16</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#555\">Table 3 bounds: C4 &lt; 0.01, C3 &lt; 0.1, C2 &lt; 1, C1 &lt; 10</text>", h - 12.0, W - 20.0, 28.0);
+    let _ = write!(
+        o,
+        "<text x=\"150\" y=\"{}\" fill=\"#555\">1e-16</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#555\">Table 3 bounds: C4 &lt; 0.01, C3 &lt; 0.1, C2 &lt; 1, C1 &lt; 10</text>",
+        h - 12.0,
+        W - 20.0,
+        28.0
+    );
     for (i, (name, v)) in bars.iter().enumerate() {
         let y = 36.0 + 22.0 * i as f64;
-        let lv = if *v > 0.0 { v.log10().clamp(lo, hi) } else { lo };
-        let _ = write!(o, "<text x=\"145\" y=\"{:.1}\" text-anchor=\"end\">{}</text><rect x=\"150\" y=\"{y:.1}\" width=\"{:.1}\" height=\"14\" fill=\"#3b6fb6\"/><text x=\"{:.1}\" y=\"{:.1}\">{v:.3e}</text>", y + 11.0, html_escape(name), (x(lv) - 150.0).max(1.0), x(lv) + 4.0, y + 11.0);
+        let lv = if *v > 0.0 {
+            v.log10().clamp(lo, hi)
+        } else {
+            lo
+        };
+        let _ = write!(
+            o,
+            "<text x=\"145\" y=\"{:.1}\" text-anchor=\"end\">{}</text><rect x=\"150\" y=\"{y:.1}\" width=\"{:.1}\" height=\"14\" fill=\"#3b6fb6\"/><text x=\"{:.1}\" y=\"{:.1}\">{v:.3e}</text>",
+            y + 11.0,
+            html_escape(name),
+            (x(lv) - 150.0).max(1.0),
+            x(lv) + 4.0,
+            y + 11.0
+        );
     }
     o.push_str("</svg>");
     o
