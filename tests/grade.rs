@@ -75,6 +75,12 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
     assert_eq!(r["accuracy"].as_array().unwrap().len(), 3);
     assert_eq!(r["model"]["params"], 205_848);
     assert_eq!(r["speed"]["bench"]["validity"]["result"], "VALID");
+    // The judged percentile comes from the samples by the summary's rule.
+    assert_eq!(r["speed"]["percentile"], 90.0);
+    assert_eq!(
+        r["speed"]["latency_at_percentile_ms"],
+        r["speed"]["bench"]["latency_ms"]["p90"]
+    );
     let verdicts: Vec<&str> = r["clauses"]
         .as_array()
         .unwrap()

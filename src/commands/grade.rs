@@ -459,7 +459,7 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
     match &r.speed {
         Some(s) => {
             let q = p.speed.percentile;
-            let lat = s.latency_ms.as_ref().map(|l| percentile_of(l, q));
+            let lat = percentile_of(s, q);
             let fps = s.fps.value;
             let level = match (lat, fps) {
                 (Some(l), Some(f)) => p.speed_level(l, f),
@@ -701,20 +701,13 @@ fn fmt_e(v: f64) -> String {
     crate::report::accuracy::e(v)
 }
 
-/// The q-th percentile (0–100) from a summary's fields (q must be one it holds, else the
-/// nearest above).
-fn percentile_of(s: &crate::measure::stats::Summary, q: f64) -> f64 {
-    if q <= 50.0 {
-        s.p50
-    } else if q <= 75.0 {
-        s.p75
-    } else if q <= 90.0 {
-        s.p90
-    } else if q <= 99.0 {
-        s.p99
-    } else {
-        s.p999.unwrap_or(s.max)
-    }
+/// The q-th percentile (0–100) of the end-to-end latencies, by the same rule as every other
+/// percentile (linear interpolation): a profile may judge on any percentile, not only the
+/// ones the summary holds.
+fn percentile_of(b: &BenchReport, q: f64) -> Option<f64> {
+    let mut v: Vec<f64> = b.raw.iter().map(|x| x.total_ms).collect();
+    v.sort_by(f64::total_cmp);
+    crate::measure::stats::quantile_sorted(&v, q / 100.0)
 }
 
 /// The whole report as JSON.
@@ -745,7 +738,7 @@ fn to_json(
     };
     let speed = r.speed.as_ref().map(|s| {
         let q = p.speed.percentile;
-        let lat = s.latency_ms.as_ref().map(|l| percentile_of(l, q));
+        let lat = percentile_of(s, q);
         let level = lat.zip(s.fps.value).and_then(|(l, f)| p.speed_level(l, f));
         json!({
             "model": r.speed_model.as_ref().map(|m| m.display().to_string()),
