@@ -48,6 +48,13 @@ pub enum Command {
     /// Certify against a scenario profile: devices, Tables 1–2, accuracy (Table 3 vs 4),
     /// speed with telemetry (Table 5), the clause table, and a compliance report.
     Grade(GradeArgs),
+    /// Serve a model over the KServe v2 / Triton HTTP inference protocol (JSON and binary
+    /// tensors), with Prometheus metrics, limits and optional dynamic batching.
+    Serve(ServeArgs),
+    /// Find the highest QPS a v2 inference server sustains within a latency bound (§7.2.5):
+    /// open-loop arrivals (Poisson or uniform) searched geometrically then by bisection, or
+    /// the draft's closed-loop concurrency sweep.
+    Qps(QpsArgs),
     /// Check a report folder: every file against manifest.json, report.json against the schema.
     Verify {
         /// The report folder (reports/<time>-<profile>-<backend>).
@@ -461,4 +468,136 @@ pub struct InspectArgs {
     /// Also list every parameter tensor and shape tensor.
     #[arg(long)]
     pub tensors: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// The model: a zoo name or an ONNX file.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The name clients use in /v2/models/NAME [default: the zoo name or the file stem].
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Address to bind. Loopback by default: the server has no authentication.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port (0 picks a free one; the address is printed on stdout).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Shape of an input with dynamic dims, NAME:DxDxD (repeatable) [default: 1 for each].
+    #[arg(long = "shape", value_name = "NAME:SHAPE")]
+    pub shapes: Vec<InputShape>,
+    /// Model instances, each a session on its own thread.
+    #[arg(long, default_value_t = 1)]
+    pub instances: usize,
+    /// Dynamic batching: join up to this many queued requests into one run (models whose
+    /// first dimension is dynamic; partial batches are padded to it).
+    #[arg(long, default_value_t = 1)]
+    pub max_batch: usize,
+    /// How long the first request of a batch waits for others, µs.
+    #[arg(long, default_value_t = 500)]
+    pub batch_timeout_us: u64,
+    /// Requests admitted at once (queued or running); more get 503.
+    #[arg(long, default_value_t = 256)]
+    pub max_inflight: usize,
+    /// Largest request body, MB (MB = 1e6 bytes); larger ones get 413.
+    #[arg(long, default_value_t = 64.0)]
+    pub max_body_mb: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadMode {
+    /// Arrivals at a target rate, independent of responses (LoadGen's Server scenario).
+    Open,
+    /// N clients each sending its next request when the last returns (the draft's jmeter
+    /// threads).
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    Poisson,
+    Uniform,
+}
+
+#[derive(Debug, Args)]
+pub struct QpsArgs {
+    /// The server, e.g. http://127.0.0.1:8000 (https:// with --cacert).
+    #[arg(long)]
+    pub url: String,
+    /// The model name on the server (/v2/models/NAME/infer). A zoo name also selects its
+    /// input set as the request inputs.
+    #[arg(long)]
+    pub model: String,
+    /// The latency bound(s), e.g. p99<=50ms, avg<=100ms, p90<=20ms,p99<=50ms (avg, p50,
+    /// p75, p90, p95, p99, p99.9, max; units us, ms, s).
+    #[arg(long, default_value = "p99<=100ms")]
+    pub slo: String,
+    /// Largest share of failed requests a passing step may have (0.01 = 1 %).
+    #[arg(long, default_value_t = 0.0)]
+    pub error_budget: f64,
+    #[arg(long, value_enum, default_value = "open")]
+    pub mode: LoadMode,
+    /// Open loop: how arrivals are spaced.
+    #[arg(long, value_enum, default_value = "poisson")]
+    pub distribution: Arrival,
+    /// Seed of the Poisson arrivals.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Open loop: the first rate tried, req/s [default: half the rate one client reaches].
+    #[arg(long)]
+    pub start_rate: Option<f64>,
+    /// Open loop: the highest rate tried, req/s.
+    #[arg(long, default_value_t = 100000.0)]
+    pub max_rate: f64,
+    /// Open loop: stop bisecting when the bracket is narrower than this share (0.05 = 5 %).
+    #[arg(long, default_value_t = 0.05)]
+    pub precision: f64,
+    /// Closed loop: the concurrency levels to sweep.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+    pub concurrency: Vec<usize>,
+    /// Seconds each step is measured (after its warm-up); a step also runs until it has the
+    /// samples its SLO percentile needs.
+    #[arg(long, default_value_t = 5.0, value_name = "S")]
+    pub step_duration: f64,
+    /// Seconds of each step sent before measuring.
+    #[arg(long, default_value_t = 1.0, value_name = "S")]
+    pub warmup: f64,
+    /// A request that has not answered after this many seconds is a failure (timeout).
+    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    pub timeout: f64,
+    /// Send tensors in Triton's binary extension instead of JSON.
+    #[arg(long)]
+    pub binary: bool,
+    /// A request body file (v2 JSON) sent as is, instead of generated inputs.
+    #[arg(long, value_name = "FILE")]
+    pub input_file: Option<PathBuf>,
+    /// Shape for a generated input with dynamic dims, NAME:DxDxD (repeatable).
+    #[arg(long = "shape", value_name = "NAME:SHAPE")]
+    pub shapes: Vec<InputShape>,
+    /// Open connections at most (each carries one request at a time).
+    #[arg(long, default_value_t = 1000)]
+    pub max_connections: usize,
+    /// CA certificate(s) (PEM) the server's certificate must chain to [default: the system's].
+    #[arg(long)]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate chain (PEM), for servers that ask for one.
+    #[arg(long, requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Certificate revocation list(s) (PEM) checked against the server's chain.
+    #[arg(long)]
+    pub crl: Vec<PathBuf>,
+    /// Folder for qps.json, qps_curve.csv, qps_requests.csv and qps.svg.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -11,10 +11,12 @@ pub mod commands;
 pub mod conformance;
 pub mod device;
 pub mod grade;
+pub mod load;
 pub mod measure;
 pub mod model;
 pub mod report;
 pub mod rng;
+pub mod server;
 pub mod task;
 
 /// How a command that ran ended.
@@ -48,6 +50,8 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Accuracy(args) => commands::accuracy::run(args),
         cli::Command::Bench(args) => commands::bench::run(args),
         cli::Command::Grade(args) => commands::grade::run(args),
+        cli::Command::Serve(args) => server::run(args),
+        cli::Command::Qps(args) => load::qps::run(args),
         cli::Command::Verify { dir } => commands::grade::verify(&dir),
         cli::Command::Report { dir, format } => commands::grade::render(&dir, &format),
         cli::Command::Profile { command } => commands::grade::profile_command(command),

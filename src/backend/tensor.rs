@@ -111,6 +111,48 @@ impl TensorData {
     }
 }
 
+impl TensorData {
+    /// The tensors joined along their first axis (dynamic batching); `None` when the types or
+    /// the other dimensions differ.
+    pub fn concat0(parts: &[&TensorData]) -> Option<TensorData> {
+        macro_rules! cat {
+            ($v:ident) => {{
+                let views: Option<Vec<_>> = parts
+                    .iter()
+                    .map(|p| match p {
+                        TensorData::$v(a) => Some(a.view()),
+                        _ => None,
+                    })
+                    .collect();
+                TensorData::$v(ndarray::concatenate(ndarray::Axis(0), &views?).ok()?)
+            }};
+        }
+        Some(match parts.first()? {
+            TensorData::F32(_) => cat!(F32),
+            TensorData::F64(_) => cat!(F64),
+            TensorData::I64(_) => cat!(I64),
+            TensorData::I32(_) => cat!(I32),
+            TensorData::I8(_) => cat!(I8),
+            TensorData::U8(_) => cat!(U8),
+            TensorData::Bool(_) => cat!(Bool),
+        })
+    }
+
+    /// Rows `start..start + len` of the first axis.
+    pub fn rows(&self, start: usize, len: usize) -> TensorData {
+        let s = ndarray::Slice::from(start..start + len);
+        match self {
+            TensorData::F32(a) => TensorData::F32(a.slice_axis(ndarray::Axis(0), s).to_owned()),
+            TensorData::F64(a) => TensorData::F64(a.slice_axis(ndarray::Axis(0), s).to_owned()),
+            TensorData::I64(a) => TensorData::I64(a.slice_axis(ndarray::Axis(0), s).to_owned()),
+            TensorData::I32(a) => TensorData::I32(a.slice_axis(ndarray::Axis(0), s).to_owned()),
+            TensorData::I8(a) => TensorData::I8(a.slice_axis(ndarray::Axis(0), s).to_owned()),
+            TensorData::U8(a) => TensorData::U8(a.slice_axis(ndarray::Axis(0), s).to_owned()),
+            TensorData::Bool(a) => TensorData::Bool(a.slice_axis(ndarray::Axis(0), s).to_owned()),
+        }
+    }
+}
+
 /// A named tensor.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostTensor {

@@ -37,27 +37,35 @@ pub fn input_specs(model: &Path) -> anyhow::Result<Vec<InputSpec>> {
     Ok(g.input
         .iter()
         .filter(|i| !init.contains(i.name.as_str()))
-        .map(|i| {
-            let t = i.tensor_type();
-            InputSpec {
-                name: i.name.clone(),
-                dtype: DataType(t.map(|t| t.elem_type).unwrap_or(0)),
-                dims: t
-                    .and_then(|t| t.shape.as_ref())
-                    .map(|s| {
-                        s.dim
-                            .iter()
-                            .map(|d| match (&d.dim_value, &d.dim_param) {
-                                (Some(v), _) => Dim::Known(*v),
-                                (None, Some(p)) => Dim::Sym(p.clone()),
-                                _ => Dim::Sym("?".into()),
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default(),
-            }
-        })
+        .map(value_spec)
         .collect())
+}
+
+/// The outputs of a model, in order.
+pub fn output_specs(model: &Path) -> anyhow::Result<Vec<InputSpec>> {
+    let f = OnnxFile::open(model)?;
+    Ok(f.graph().output.iter().map(value_spec).collect())
+}
+
+fn value_spec(i: &crate::model::onnx::ValueInfoProto) -> InputSpec {
+    let t = i.tensor_type();
+    InputSpec {
+        name: i.name.clone(),
+        dtype: DataType(t.map(|t| t.elem_type).unwrap_or(0)),
+        dims: t
+            .and_then(|t| t.shape.as_ref())
+            .map(|s| {
+                s.dim
+                    .iter()
+                    .map(|d| match (&d.dim_value, &d.dim_param) {
+                        (Some(v), _) => Dim::Known(*v),
+                        (None, Some(p)) => Dim::Sym(p.clone()),
+                        _ => Dim::Sym("?".into()),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
 }
 
 fn shape_text(s: &[usize]) -> String {

@@ -656,12 +656,12 @@ pub fn terminal(o: &mut impl Write, v: &Value, dir: &Path) -> std::io::Result<()
 
 // --- SVG charts --------------------------------------------------------------------------
 
-const W: f64 = 520.0;
-const H: f64 = 260.0;
-const L: f64 = 56.0;
-const B: f64 = 36.0;
+pub(crate) const W: f64 = 520.0;
+pub(crate) const H: f64 = 260.0;
+pub(crate) const L: f64 = 56.0;
+pub(crate) const B: f64 = 36.0;
 
-fn frame(title: &str, x_label: &str, y_label: &str) -> String {
+pub(crate) fn frame(title: &str, x_label: &str, y_label: &str) -> String {
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"11\"><text x=\"{}\" y=\"16\" text-anchor=\"middle\" font-weight=\"600\">{}</text><line x1=\"{L}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#333\"/><line x1=\"{L}\" y1=\"24\" x2=\"{L}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text><text x=\"14\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">{}</text>",
         W / 2.0,
@@ -679,14 +679,14 @@ fn frame(title: &str, x_label: &str, y_label: &str) -> String {
     )
 }
 
-fn sx(x: f64, lo: f64, hi: f64) -> f64 {
+pub(crate) fn sx(x: f64, lo: f64, hi: f64) -> f64 {
     L + (x - lo) / (hi - lo).max(1e-12) * (W - 10.0 - L)
 }
-fn sy(y: f64, lo: f64, hi: f64) -> f64 {
+pub(crate) fn sy(y: f64, lo: f64, hi: f64) -> f64 {
     (H - B) - (y - lo) / (hi - lo).max(1e-12) * (H - B - 24.0)
 }
 
-fn ticks(o: &mut String, lo: f64, hi: f64, x_axis: bool) {
+pub(crate) fn ticks(o: &mut String, lo: f64, hi: f64, x_axis: bool) {
     for k in 0..=4 {
         let v = lo + (hi - lo) * k as f64 / 4.0;
         if x_axis {
