@@ -719,3 +719,138 @@ fn tritonclient_gets_acceval_runs_outputs() {
         v["bad_request"]
     );
 }
+
+/// A free port on 127.0.0.1 (bound, then released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `acceval qps` against a real third-party v2 server: Seldon MLServer with a custom
+/// runtime wrapping onnxruntime (tests/py/mlserver). Its own Prometheus counter of successful
+/// inferences must have grown by exactly the requests qps says it sent.
+#[test]
+fn qps_measures_mlserver_and_agrees_with_its_counters() {
+    let Some(mlserver) = std::env::var("ACCEVAL_MLSERVER")
+        .ok()
+        .filter(|p| Path::new(p).is_file())
+    else {
+        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
+            panic!(
+                "MLServer required (ACCEVAL_REQUIRE_PYTHON=1): set ACCEVAL_MLSERVER to the mlserver executable of a venv with mlserver==1.7.1 and onnxruntime"
+            );
+        }
+        eprintln!(
+            "SKIPPED: MLServer not available (set ACCEVAL_MLSERVER=/path/to/venv/bin/mlserver)"
+        );
+        return;
+    };
+    let python = Path::new(&mlserver).with_file_name("python");
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let model = acceval::model::zoo::resolve(Path::new("lstm-load-forecast")).unwrap();
+    let (http_port, grpc_port, metrics_port) = (free_port(), free_port(), free_port());
+    let made = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/mlserver/make_repo.py"))
+        .args([
+            repo.to_str().unwrap(),
+            model.to_str().unwrap(),
+            "lstm-load-forecast",
+        ])
+        .args([
+            http_port.to_string(),
+            grpc_port.to_string(),
+            metrics_port.to_string(),
+        ])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let log = std::fs::File::create(dir.path().join("mlserver.log")).unwrap();
+    let mut child = Command::new(&mlserver)
+        .args(["start", "."])
+        .current_dir(&repo)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start mlserver");
+    struct Kill<'a>(&'a mut Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _guard = Kill(&mut child);
+    let addr = format!("127.0.0.1:{http_port}");
+    let t = Instant::now();
+    while http(
+        &addr,
+        "GET",
+        "/v2/models/lstm-load-forecast/ready",
+        &[],
+        b"",
+    )
+    .0 != 200
+    {
+        let log = std::fs::read_to_string(dir.path().join("mlserver.log")).unwrap_or_default();
+        assert!(
+            t.elapsed() < Duration::from_secs(90),
+            "MLServer not ready after 90 s:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let counter = |name: &str| -> f64 {
+        let (_, _, m) = http(
+            &format!("127.0.0.1:{metrics_port}"),
+            "GET",
+            "/metrics",
+            &[],
+            b"",
+        );
+        let m = String::from_utf8_lossy(&m).into_owned();
+        m.lines()
+            .filter(|l| l.starts_with(name) && l.contains("lstm-load-forecast"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let before = counter("model_infer_request_success_total");
+    let (code, v, err) = qps(&[
+        "--url",
+        &format!("http://{addr}"),
+        "--model",
+        "lstm-load-forecast",
+        "--slo",
+        "p90<=250ms",
+        "--step-duration",
+        "1",
+        "--warmup",
+        "0.2",
+        "--max-rate",
+        "200",
+        "--precision",
+        "0.25",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    check_counts(&v);
+    let max_qps = v["max_qps"].as_f64().unwrap();
+    assert!(max_qps > 5.0, "{v}");
+    let issued = v["requests_issued"].as_u64().unwrap() as f64;
+    let after = counter("model_infer_request_success_total");
+    let failures: u64 = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["failed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(failures, 0);
+    assert_eq!(
+        after - before,
+        issued,
+        "MLServer counted {} successes, qps sent {issued}",
+        after - before
+    );
+    assert_eq!(counter("model_infer_request_failure_total"), 0.0);
+}

@@ -63,6 +63,7 @@ struct Run {
     accuracy_errors: Vec<(String, String)>,
     speed: Option<BenchReport>,
     speed_model: Option<PathBuf>,
+    qps: Option<crate::load::qps::QpsReport>,
 }
 
 fn git_commit() -> String {
@@ -561,15 +562,82 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
         }
         None => reasons.push("speed: not measured".into()),
     }
-    c.push(clause(
-        "§7.2.5",
-        "QPS",
-        "maximum queries per second within a response-time bound",
-        "not measured",
-        "N/A",
-        na("the QPS stage (acceval serve/qps) is not implemented yet"),
-        "standard",
-    ));
+    match (&p.qps, &r.qps) {
+        (None, _) => c.push(clause(
+            "§7.2.5",
+            "QPS",
+            "maximum queries per second within a response-time bound",
+            "not measured",
+            "N/A",
+            na("the profile sets no QPS requirement (no [qps] section)"),
+            "standard",
+        )),
+        (Some(q), None) => {
+            c.push(clause(
+                "§7.2.5",
+                "QPS",
+                format!("max QPS within {} ≥ {} req/s", q.slo, q.min_qps),
+                "not measured",
+                "FAIL",
+                Some("the QPS stage did not produce a result".into()),
+                "profile",
+            ));
+            reasons.push("QPS: not measured".into());
+        }
+        (Some(q), Some(m)) => {
+            let ok = m.max_qps.is_some_and(|v| v >= q.min_qps);
+            let measured = match (m.max_qps, m.best_step) {
+                (Some(v), Some(k)) => {
+                    let s = &m.steps[k];
+                    format!(
+                        "{v:.1} req/s (open loop, Poisson; offered {:.1} req/s; {}; {} failed of {})",
+                        s.target,
+                        s.slo_values
+                            .iter()
+                            .map(|(n, x)| format!(
+                                "{n} {}",
+                                x.map(|x| format!("{x:.2} ms"))
+                                    .unwrap_or_else(|| "n/a".into())
+                            ))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        s.failed,
+                        s.sent
+                    )
+                }
+                _ => m.max_qps_na.clone().unwrap_or_else(|| "n/a".into()),
+            };
+            c.push(clause(
+                "§7.2.5",
+                "QPS",
+                format!(
+                    "max QPS within {} (error budget {}) ≥ {} req/s",
+                    q.slo, q.error_budget, q.min_qps
+                ),
+                measured,
+                if ok { "PASS" } else { "FAIL" },
+                (!ok).then(|| {
+                    format!(
+                        "max QPS {} < {} req/s",
+                        m.max_qps
+                            .map(|v| format!("{v:.1}"))
+                            .unwrap_or_else(|| "n/a".into()),
+                        q.min_qps
+                    )
+                }),
+                "profile",
+            ));
+            if !ok {
+                reasons.push(format!(
+                    "QPS: {} achieved, {} req/s required",
+                    m.max_qps
+                        .map(|v| format!("{v:.1} req/s"))
+                        .unwrap_or_else(|| "none".into()),
+                    q.min_qps
+                ));
+            }
+        }
+    }
     // §7.2.6: utilization, with power and energy.
     let tele_ok;
     match r.speed.as_ref().and_then(|s| s.telemetry.as_ref()) {
@@ -670,7 +738,8 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
             ));
         }
     }
-    let complete = r.stages.iter().all(|s| s.status == "done") && r.stages.len() == 4;
+    let complete = r.stages.iter().all(|s| s.status == "done")
+        && r.stages.len() == 4 + p.qps.is_some() as usize;
     let verdict = if !complete {
         "INCOMPLETE"
     } else if reasons.is_empty() {
@@ -795,6 +864,7 @@ fn to_json(
         "accuracy": r.accuracy,
         "accuracy_errors": r.accuracy_errors.iter().map(|(p, e)| json!({"precision": p, "error": e})).collect::<Vec<_>>(),
         "speed": speed,
+        "qps": r.qps,
         "decisions": decisions(p),
     }))
 }
@@ -844,6 +914,15 @@ fn write_all(
             )?;
             files.push("telemetry.csv");
         }
+    }
+    if let Some(q) = &r.qps {
+        write(
+            dir,
+            "qps_curve.csv",
+            crate::report::qps::curve_csv(q).as_bytes(),
+        )?;
+        write(dir, "qps.svg", crate::report::qps::chart(q).as_bytes())?;
+        files.extend(["qps_curve.csv", "qps.svg"]);
     }
     let hash = |f: &str| -> anyhow::Result<Value> {
         let b = std::fs::read(dir.join(f))?;
@@ -928,7 +1007,7 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
     let stop = bench::stop_flag();
     let mut r = Run::default();
-    let bar = indicatif::ProgressBar::new(4);
+    let bar = indicatif::ProgressBar::new(4 + p.qps.is_some() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {msg}")
             .expect("valid template"),
@@ -1137,6 +1216,53 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
         });
     }
     bar.inc(1);
+    save(&r)?;
+
+    // 5. QPS (§7.2.5), when the profile asks for it.
+    if let Some(q) = &p.qps {
+        let t = Instant::now();
+        if r.model_path.is_some() && !stop.load(Ordering::Relaxed) {
+            bar.set_message(format!(
+                "QPS of {} served on {backend} at 127.0.0.1 (§7.2.5)",
+                p.model.speed_precision.to_uppercase()
+            ));
+            let name = if zoo::parse_name(&p.model.name).is_some() {
+                variant(&p.model.name, &p.model.speed_precision)
+            } else {
+                p.model.name.clone()
+            };
+            match qps_stage(&name, q, &args.backend, &stop) {
+                Ok(rep) => {
+                    let status = if rep.complete { "done" } else { "interrupted" };
+                    r.qps = Some(rep);
+                    r.stages.push(Stage {
+                        name: "qps",
+                        status,
+                        seconds: t.elapsed().as_secs_f64(),
+                        error: (status != "done").then(|| bench::INTERRUPTED.to_string()),
+                    });
+                }
+                Err(e) => r.stages.push(Stage {
+                    name: "qps",
+                    status: "failed",
+                    seconds: t.elapsed().as_secs_f64(),
+                    error: Some(format!("{e:#}")),
+                }),
+            }
+        } else {
+            r.stages.push(Stage {
+                name: "qps",
+                status: if stop.load(Ordering::Relaxed) {
+                    "interrupted"
+                } else {
+                    "not run"
+                },
+                seconds: 0.0,
+                error: None,
+            });
+        }
+        bar.inc(1);
+    }
     bar.finish_and_clear();
     let v = to_json(&p, &profile_file, &args, &r, &created)?;
     write_all(&dir, &v, &r, &p, &profile_file)?;
@@ -1155,6 +1281,73 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
             dir.display()
         ),
     }
+}
+
+/// Serves `model` on 127.0.0.1 (a free port) on the grade's backend and searches its max
+/// QPS open loop, as `acceval serve` + `acceval qps` would.
+fn qps_stage(
+    model: &str,
+    q: &crate::grade::profile::QpsSection,
+    b: &BackendArgs,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<crate::load::qps::QpsReport> {
+    let backend = BackendArgs {
+        backend: b.backend.clone(),
+        threads: b.threads,
+        graph_opt: b.graph_opt,
+        ep_option: b.ep_option.clone(),
+    };
+    let serve = crate::cli::ServeArgs {
+        backend,
+        model: PathBuf::from(model),
+        name: None,
+        host: "127.0.0.1".into(),
+        port: 0,
+        shapes: Vec::new(),
+        instances: 1,
+        max_batch: 1,
+        batch_timeout_us: 0,
+        max_inflight: 4096,
+        max_body_mb: 256.0,
+    };
+    let cfg = crate::server::config(&serve)?;
+    let name = cfg.name.clone();
+    let running = crate::server::start(cfg, "127.0.0.1", 0)?;
+    let args = crate::cli::QpsArgs {
+        url: format!("http://{}", running.addr),
+        model: name,
+        slo: q.slo.clone(),
+        error_budget: q.error_budget,
+        mode: crate::cli::LoadMode::Open,
+        distribution: crate::cli::Arrival::Poisson,
+        seed: 1,
+        start_rate: None,
+        max_rate: q.max_rate,
+        precision: q.precision,
+        concurrency: vec![1],
+        step_duration: q.step_duration_s,
+        warmup: q.warmup_s,
+        timeout: 10.0,
+        binary: q.binary,
+        input_file: None,
+        shapes: Vec::new(),
+        max_connections: 1000,
+        cacert: None,
+        cert: None,
+        key: None,
+        crl: Vec::new(),
+        out: None,
+        json: false,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let (plan, client) = crate::load::qps::plan(&args, &rt)?;
+    let report = rt.block_on(crate::load::qps::measure(&plan, &client, stop));
+    drop(client);
+    drop(rt);
+    running.stop()?;
+    Ok(report)
 }
 
 /// `acceval verify DIR`: re-hash every file against `manifest.json` and validate

@@ -28,6 +28,9 @@ pub struct Profile {
     pub policy: PolicySection,
     #[serde(default)]
     pub telemetry: TelemetrySection,
+    /// §7.2.5: when present, `grade` serves the model on loopback and measures its QPS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qps: Option<QpsSection>,
     #[serde(default)]
     pub attestations: Attestations,
 }
@@ -72,6 +75,47 @@ pub struct SpeedSection {
     pub mode: String,
     /// The profile's thresholds: `C1` .. `C4`.
     pub levels: BTreeMap<String, SpeedLevel>,
+}
+
+/// §7.2.5: the highest QPS within a latency bound, measured open loop against `acceval
+/// serve` on 127.0.0.1 (the same backend as the speed stage, the speed precision's model).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct QpsSection {
+    /// The latency bound(s), as `acceval qps --slo`: `p99<=100ms`.
+    pub slo: String,
+    /// The profile's threshold: the max QPS must be at least this, 1/s.
+    pub min_qps: f64,
+    #[serde(default)]
+    pub error_budget: f64,
+    #[serde(default = "default_qps_step")]
+    pub step_duration_s: f64,
+    #[serde(default = "default_qps_warmup")]
+    pub warmup_s: f64,
+    #[serde(default = "default_qps_max_rate")]
+    pub max_rate: f64,
+    /// Stop bisecting when the bracket is narrower than this share.
+    #[serde(default = "default_qps_precision")]
+    pub precision: f64,
+    /// Binary tensors (Triton's extension) rather than JSON.
+    #[serde(default = "default_true")]
+    pub binary: bool,
+}
+
+fn default_qps_step() -> f64 {
+    5.0
+}
+fn default_qps_warmup() -> f64 {
+    1.0
+}
+fn default_qps_max_rate() -> f64 {
+    10000.0
+}
+fn default_qps_precision() -> f64 {
+    0.1
+}
+fn default_true() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -278,6 +322,35 @@ impl Profile {
                 "percentile",
                 format!("{} must be in (0, 100)", self.speed.percentile),
             ));
+        }
+        if let Some(q) = &self.qps {
+            if let Err(e) = crate::load::slo::parse(&q.slo) {
+                return Err(err("qps", "slo", e));
+            }
+            if !(q.min_qps > 0.0 && q.min_qps.is_finite()) {
+                return Err(err(
+                    "qps",
+                    "min_qps",
+                    format!(
+                        "{} must be a positive number of queries per second",
+                        q.min_qps
+                    ),
+                ));
+            }
+            if !(0.0..1.0).contains(&q.error_budget) {
+                return Err(err(
+                    "qps",
+                    "error_budget",
+                    format!("{} must lie in [0, 1)", q.error_budget),
+                ));
+            }
+            if !(q.step_duration_s > 0.0 && q.warmup_s >= 0.0 && q.max_rate > 0.0) {
+                return Err(err(
+                    "qps",
+                    "step_duration_s",
+                    "step_duration_s and max_rate must be positive, warmup_s not negative".into(),
+                ));
+            }
         }
         if !matches!(self.speed.mode.as_str(), "pipeline" | "model-only") {
             return Err(err(

@@ -189,6 +189,10 @@ pub fn classify(e: &hyper_util::client::legacy::Error) -> (Outcome, String) {
     (kind, msg)
 }
 
+/// Requests this process has sent (warm-ups and probes included), to reconcile with a
+/// server's own counters.
+pub static ISSUED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// What one request needs: where, and the prepared body.
 #[derive(Clone)]
 pub struct Target {
@@ -220,6 +224,7 @@ pub async fn send(
         b = b.header(super::kserve::HEADER_LENGTH, n);
     }
     let req = b.body(Full::new(t.body.clone())).expect("a valid request");
+    ISSUED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let fut = async {
         let resp = client.request(req).await;
         match resp {

@@ -109,6 +109,9 @@ pub struct QpsReport {
     pub best_step: Option<usize>,
     /// Whether the search ran to its end (false after Ctrl-C).
     pub complete: bool,
+    /// Inference requests sent in all, warm-ups, the start-rate probe and the first check
+    /// included: what the server's own request counter should have grown by.
+    pub requests_issued: u64,
     pub definitions: BTreeMap<&'static str, &'static str>,
 }
 
@@ -783,6 +786,7 @@ fn print_step(mode: LoadMode, s: &Step) {
 
 /// Runs the search (open loop) or the sweep (closed loop).
 pub async fn measure(p: &Plan, client: &Client, stop: &Arc<AtomicBool>) -> QpsReport {
+    let issued0 = client::ISSUED.load(Ordering::Relaxed);
     let mut steps: Vec<Step> = Vec::new();
     match p.mode {
         LoadMode::Closed => {
@@ -904,6 +908,7 @@ pub async fn measure(p: &Plan, client: &Client, stop: &Arc<AtomicBool>) -> QpsRe
         best_step: best,
         steps,
         complete,
+        requests_issued: client::ISSUED.load(Ordering::Relaxed) - issued0,
         definitions: DEFINITIONS.iter().copied().collect(),
     }
 }
@@ -973,7 +978,8 @@ pub fn run(args: QpsArgs) -> anyhow::Result<crate::Outcome> {
         .enable_all()
         .build()?;
     let (plan, client) = plan(&args, &rt)?;
-    let report = rt.block_on(async {
+    let issued0 = client::ISSUED.load(Ordering::Relaxed);
+    let mut report = rt.block_on(async {
         match check_first(&plan, &client).await {
             Ok(outs) => eprintln!("acceval qps: {} answers with outputs {outs}", plan.base),
             Err(e) => eprintln!(
@@ -983,6 +989,7 @@ pub fn run(args: QpsArgs) -> anyhow::Result<crate::Outcome> {
         }
         measure(&plan, &client, &stop).await
     });
+    report.requests_issued = client::ISSUED.load(Ordering::Relaxed) - issued0;
     write_outputs(&args, &report)?;
     Ok(if report.max_qps.is_some() && report.complete {
         crate::Outcome::Ok

@@ -446,6 +446,81 @@ fn blocks(v: &Value) -> Vec<Block> {
         }
     }
 
+    // QPS (§7.2.5).
+    let q = &v["qps"];
+    if q.is_object() {
+        b.push(Block::Heading("QPS (§7.2.5)".into()));
+        b.push(Block::Para(format!(
+            "`acceval serve` on 127.0.0.1 ({}), measured by `acceval qps`: open loop, Poisson arrivals (seed {}), latency from each request's scheduled send time to its full response, bounds {}, error budget {}; {} requests sent in all. Inputs: {}.",
+            s(&q["url"]),
+            q["seed"],
+            q["slo"].as_array().into_iter().flatten().map(|b| format!("{}<={}ms", s(&b["stat_name"]), b["limit_ms"])).collect::<Vec<_>>().join(","),
+            q["error_budget"],
+            q["requests_issued"],
+            s(&q["inputs"])
+        )));
+        let mut t = Table::new(&[
+            "offered req/s",
+            "achieved req/s",
+            "sent",
+            "failed",
+            "p50 ms",
+            "p90 ms",
+            "p99 ms",
+            "max ms",
+            "verdict",
+        ]);
+        let mut pts = Vec::new();
+        for st in q["steps"].as_array().into_iter().flatten() {
+            let l = &st["latency_ms"];
+            let f = |x: &Value| {
+                x.as_f64()
+                    .map(|v| format!("{v:.3}"))
+                    .unwrap_or_else(|| "n/a".into())
+            };
+            t.row(vec![
+                f(&st["offered_rps"]),
+                f(&st["achieved_rps"]),
+                st["sent"].to_string(),
+                st["failed"].to_string(),
+                f(&l["p50"]),
+                f(&l["p90"]),
+                f(&l["p99"]),
+                f(&l["max"]),
+                if st["passed"] == true {
+                    "pass".into()
+                } else {
+                    format!("fail: {}", s(&st["why"]))
+                },
+            ]);
+            if let (Some(a), Some(p50), Some(p99)) = (
+                st["achieved_rps"].as_f64(),
+                l["p50"].as_f64(),
+                l["p99"].as_f64(),
+            ) {
+                pts.push((a, p50, p99, st["passed"] == true));
+            }
+        }
+        b.push(Block::Table(t));
+        b.push(Block::Para(match q["max_qps"].as_f64() {
+            Some(m) => format!("Max QPS: {m:.1} req/s."),
+            None => format!("Max QPS: {}.", s(&q["max_qps_na"])),
+        }));
+        let bound = q["slo"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["limit_ms"].as_f64())
+            .fold(f64::INFINITY, f64::min);
+        if !pts.is_empty() {
+            b.push(Block::Chart(crate::report::qps::chart_of(
+                &s(&q["model"]),
+                bound,
+                pts,
+            )));
+        }
+    }
+
     // Environment.
     let d = &v["devices"];
     if !d.is_null() {

@@ -105,6 +105,11 @@ pub fn write_text(o: &mut impl Write, r: &QpsReport) -> std::io::Result<()> {
         }
         _ => writeln!(o, "Max QPS: {}", r.max_qps_na.as_deref().unwrap_or("n/a"))?,
     }
+    writeln!(
+        o,
+        "Requests sent in all: {} (warm-ups and probes included; compare with the server's counter)",
+        r.requests_issued
+    )?;
     if !r.complete {
         writeln!(
             o,
@@ -162,7 +167,7 @@ pub fn curve_csv(r: &QpsReport) -> String {
 
 /// Latency (p50, p99) against achieved throughput, with the tightest bound as a line.
 pub fn chart(r: &QpsReport) -> String {
-    let mut pts: Vec<(f64, f64, f64, bool)> = r
+    let pts: Vec<(f64, f64, f64, bool)> = r
         .steps
         .iter()
         .filter_map(|s| {
@@ -171,9 +176,19 @@ pub fn chart(r: &QpsReport) -> String {
                 .map(|l| (s.achieved_rps, l.p50, l.p99, s.passed))
         })
         .collect();
+    let bound = r
+        .slo
+        .iter()
+        .map(|b| b.limit_ms)
+        .fold(f64::INFINITY, f64::min);
+    chart_of(&r.model, bound, pts)
+}
+
+/// The chart from (achieved req/s, p50 ms, p99 ms, passed) points and the tightest bound, ms.
+pub fn chart_of(model: &str, bound: f64, mut pts: Vec<(f64, f64, f64, bool)>) -> String {
     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut o = frame(
-        &format!("Latency against throughput: {}", r.model),
+        &format!("Latency against throughput: {model}"),
         "achieved throughput (req/s)",
         "latency (ms)",
     );
@@ -186,11 +201,6 @@ pub fn chart(r: &QpsReport) -> String {
         );
         return o;
     }
-    let bound = r
-        .slo
-        .iter()
-        .map(|b| b.limit_ms)
-        .fold(f64::INFINITY, f64::min);
     let x_hi = pts.iter().map(|p| p.0).fold(0.0, f64::max) * 1.05 + 1e-9;
     let y_hi = pts
         .iter()
