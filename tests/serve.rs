@@ -854,3 +854,255 @@ fn qps_measures_mlserver_and_agrees_with_its_counters() {
     );
     assert_eq!(counter("model_infer_request_failure_total"), 0.0);
 }
+
+/// SIGTERM while a request is running: the request still gets its answer, then the server
+/// exits 0 (mock backend: a fixed 1.5 s forward).
+#[test]
+fn serve_finishes_in_flight_requests_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dynamic_matmul(dir.path());
+    let s = Server::start(&[
+        "--model",
+        &model,
+        "--backend",
+        "mock",
+        "--ep-option",
+        "forward_ms=1500",
+    ]);
+    let a = s.addr.clone();
+    let req = std::thread::spawn(move || {
+        let body = br#"{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]}"#;
+        http(&a, "POST", "/v2/models/mm/infer", &[], body)
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    let t = Instant::now();
+    assert_eq!(s.stop(), Some(0));
+    let (st, _, b) = req.join().unwrap();
+    assert_eq!(st, 200, "{}", String::from_utf8_lossy(&b));
+    assert_eq!(json(&b)["outputs"][0]["shape"], serde_json::json!([1, 3]));
+    assert!(
+        t.elapsed() >= Duration::from_millis(800),
+        "the server did not wait for the request"
+    );
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A test PKI in `dir`: ca.pem, a server certificate for 127.0.0.1 (srv.pem/srv.key), a
+/// client certificate (cli.pem/cli.key), and crl.pem revoking the server's certificate.
+fn make_pki(dir: &Path) {
+    std::fs::write(dir.join("srv.ext"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n").unwrap();
+    std::fs::write(
+        dir.join("cli.ext"),
+        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("index.txt"), "").unwrap();
+    std::fs::write(dir.join("crlnumber"), "01\n").unwrap();
+    std::fs::write(
+        dir.join("ca.cnf"),
+        "[ca]\ndefault_ca = d\n[d]\ndatabase = index.txt\ncrlnumber = crlnumber\ndefault_md = sha256\ndefault_crl_days = 2\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=acceval test CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    );
+    for (n, cn) in [("srv", "/CN=127.0.0.1"), ("cli", "/CN=acceval test client")] {
+        openssl(
+            dir,
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                &format!("{n}.key"),
+                "-out",
+                &format!("{n}.csr"),
+                "-subj",
+                cn,
+            ],
+        );
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{n}.csr"),
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                &format!("{n}.pem"),
+                "-days",
+                "2",
+                "-extfile",
+                &format!("{n}.ext"),
+            ],
+        );
+    }
+    openssl(
+        dir,
+        &[
+            "ca", "-config", "ca.cnf", "-keyfile", "ca.key", "-cert", "ca.pem", "-revoke",
+            "srv.pem",
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "ca", "-config", "ca.cnf", "-keyfile", "ca.key", "-cert", "ca.pem", "-gencrl", "-out",
+            "crl.pem",
+        ],
+    );
+}
+
+/// `qps` over TLS against a Python HTTPS server: certificates are verified by default
+/// (an unknown CA fails every request), `--cacert` trusts the test CA, `--crl` rejects the
+/// revoked server certificate, and `--cert/--key` satisfy a server that demands a client
+/// certificate.
+#[test]
+fn qps_verifies_tls_certificates() {
+    if Command::new("openssl").arg("version").output().is_err() {
+        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
+            panic!("openssl required for the TLS test (apt-get install openssl)");
+        }
+        eprintln!("SKIPPED: openssl not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    make_pki(d);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/tls_v2_server.py");
+    let start = |client_ca: bool| -> (Child, String) {
+        let mut cmd = Command::new("python3");
+        cmd.arg(&script)
+            .args(["srv.pem", "srv.key"])
+            .current_dir(d)
+            .stdout(Stdio::piped());
+        if client_ca {
+            cmd.arg("ca.pem");
+        }
+        let mut c = cmd.spawn().expect("python3");
+        let mut line = String::new();
+        BufReader::new(c.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        (c, format!("https://127.0.0.1:{}", line.trim()))
+    };
+    let body = d.join("body.json");
+    std::fs::write(
+        &body,
+        br#"{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1.0]}]}"#,
+    )
+    .unwrap();
+    let p = |f: &str| d.join(f).display().to_string();
+    let run = |url: &str, extra: &[&str]| {
+        let mut a = vec![
+            "--url",
+            url,
+            "--model",
+            "m",
+            "--input-file",
+            body.to_str().unwrap(),
+            "--mode",
+            "closed",
+            "--concurrency",
+            "1",
+            "--step-duration",
+            "0.3",
+            "--warmup",
+            "0",
+            "--timeout",
+            "2",
+            "--slo",
+            "p90<=1s",
+        ];
+        a.extend_from_slice(extra);
+        qps(&a)
+    };
+    let (mut plain, url) = start(false);
+    let (code, v, err) = run(&url, &["--cacert", &p("ca.pem")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(v["steps"][0]["ok"].as_u64().unwrap() > 0);
+    let (code, v, _) = run(&url, &[]);
+    assert_eq!(code, 1);
+    let s = &v["steps"][0];
+    assert!(
+        s["failures"]["connection_failed"].as_u64().unwrap() > 0,
+        "{s}"
+    );
+    assert!(
+        s["failure_examples"]["connection_failed"]
+            .as_str()
+            .unwrap()
+            .contains("UnknownIssuer"),
+        "{s}"
+    );
+    let (code, v, _) = run(&url, &["--cacert", &p("ca.pem"), "--crl", &p("crl.pem")]);
+    assert_eq!(code, 1);
+    assert!(
+        v["steps"][0]["failure_examples"]["connection_failed"]
+            .as_str()
+            .unwrap()
+            .contains("Revoked"),
+        "{}",
+        v["steps"][0]
+    );
+    let _ = plain.kill();
+    let _ = plain.wait();
+
+    let (mut mutual, url) = start(true);
+    let (code, v, _) = run(&url, &["--cacert", &p("ca.pem")]);
+    assert_eq!(
+        code, 1,
+        "a server demanding a client certificate accepted none: {v}"
+    );
+    let (code, v, err) = run(
+        &url,
+        &[
+            "--cacert",
+            &p("ca.pem"),
+            "--cert",
+            &p("cli.pem"),
+            "--key",
+            &p("cli.key"),
+        ],
+    );
+    assert_eq!(code, 0, "{err}\n{v}");
+    let _ = mutual.kill();
+    let _ = mutual.wait();
+}

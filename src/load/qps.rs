@@ -513,11 +513,13 @@ fn summarise_open(
     let mut failures = BTreeMap::new();
     let (mut sent, mut ok) = (0u64, 0u64);
     let mut last_done = 0f64;
-    for i in n_warm..offsets.len() {
+    let mut last_sched = 0f64;
+    for (i, &off) in offsets.iter().enumerate().skip(n_warm) {
         let Some(o) = Outcome::from_code(slots.outcome[i].load(Ordering::Acquire)) else {
             continue;
         };
         sent += 1;
+        last_sched = off;
         lag.push(slots.lag[i].load(Ordering::Relaxed) as f64 / 1e6);
         last_done = last_done.max(slots.done[i].load(Ordering::Relaxed) as f64 / 1e9);
         if o == Outcome::Ok {
@@ -528,10 +530,10 @@ fn summarise_open(
         }
     }
     let first = offsets.get(n_warm).copied().unwrap_or(0.0);
-    let sched_end = offsets.last().copied().unwrap_or(first);
     let window = (last_done - first).max(1e-9);
+    // Arrivals per second over the span of the ones sent (n arrivals span n - 1 gaps).
     let offered = if sent > 1 {
-        Some(sent as f64 / (sched_end - first).max(1e-9))
+        Some((sent - 1) as f64 / (last_sched - first).max(1e-9))
     } else {
         None
     };
