@@ -88,12 +88,15 @@ pub fn write_text(o: &mut impl Write, r: &QpsReport) -> std::io::Result<()> {
             let l = s.latency_ms.as_ref();
             writeln!(
                 o,
-                "Max QPS: {q:.1} req/s (achieved at {} {}; latency avg {} / p75 {} / p90 {} / p99 {} / max {} ms over N = {})",
-                if open { "offered" } else { "concurrency" },
+                "Max QPS: {q:.1} req/s (achieved at {}; latency avg {} / p75 {} / p90 {} / p99 {} / max {} ms over N = {})",
                 if open {
-                    format!("{:.1} req/s", s.target)
+                    format!(
+                        "target rate {:.1} req/s, offered {:.1}",
+                        s.target,
+                        s.offered_rps.unwrap_or(s.target)
+                    )
                 } else {
-                    format!("{}", s.target)
+                    format!("concurrency {}", s.target)
                 },
                 ms(l.map(|l| l.mean)),
                 ms(l.map(|l| l.p75)),
