@@ -647,6 +647,39 @@ fn qps_counts_failures_by_kind_and_completes() {
             t.elapsed()
         );
     }
+    // Open loop against a server that stalls, with 4 connections: the requests that find no
+    // free connection within the timeout fail as timeouts instead of stretching the run.
+    let t = Instant::now();
+    let (code, v, err) = qps(&[
+        "--url",
+        &bad_server("stall"),
+        "--model",
+        "m",
+        "--input-file",
+        body,
+        "--start-rate",
+        "200",
+        "--max-connections",
+        "4",
+        "--step-duration",
+        "1",
+        "--warmup",
+        "0",
+        "--timeout",
+        "0.3",
+        "--slo",
+        "p90<=100ms",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    check_counts(&v);
+    let s = &v["steps"][0];
+    assert!(s["sent"].as_u64().unwrap() >= 200, "{s}");
+    assert_eq!(s["failures"]["timeout"], s["sent"], "{s}");
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t.elapsed()
+    );
 }
 
 /// tritonclient, the official v2 client, against `acceval serve`: binary and JSON tensors

@@ -443,7 +443,21 @@ async fn open_step(
                 };
                 let scheduled = start + Duration::from_secs_f64(offs[i]);
                 let sent = Instant::now();
-                let (o, _, msg) = client::send(&client, &targets[i % targets.len()], timeout).await;
+                // A request that waited past the timeout for a free connection is not sent:
+                // it has already failed, and sending it would only stretch the step.
+                let (o, msg) = if sent.saturating_duration_since(scheduled) > timeout {
+                    (
+                        Outcome::Timeout,
+                        Some(format!(
+                            "not sent: no free connection within {:.1} s of its scheduled time (all --max-connections {workers} busy)",
+                            timeout.as_secs_f64()
+                        )),
+                    )
+                } else {
+                    let (o, _, msg) =
+                        client::send(&client, &targets[i % targets.len()], timeout).await;
+                    (o, msg)
+                };
                 let end = Instant::now();
                 slots.lag[i].store(
                     sent.saturating_duration_since(scheduled).as_nanos() as u64,
@@ -844,7 +858,10 @@ pub async fn measure(p: &Plan, client: &Client, stop: &Arc<AtomicBool>) -> QpsRe
                     rate = (rate * 2.0).min(p.max_rate);
                 } else {
                     hi = Some(rate);
-                    if lo.is_some() || steps.len() > 6 {
+                    // Down at most 6 halvings, and not at all once nothing succeeds: a
+                    // server that answers no request is down, not slow.
+                    let none_ok = steps.last().is_some_and(|s| s.ok == 0);
+                    if lo.is_some() || steps.len() > 6 || none_ok {
                         break;
                     }
                     rate /= 2.0;
