@@ -55,6 +55,9 @@ pub enum Command {
     /// open-loop arrivals (Poisson or uniform) searched geometrically then by bisection, or
     /// the draft's closed-loop concurrency sweep.
     Qps(QpsArgs),
+    /// MindIE Benchmark's client mode for LLM services: time to first token, decode times,
+    /// TPOT, throughput and token speed, with MindIE's statistics and CSV files.
+    Llm(LlmArgs),
     /// Check a report folder: every file against manifest.json, report.json against the schema.
     Verify {
         /// The report folder (reports/<time>-<profile>-<backend>).
@@ -598,6 +601,71 @@ pub struct QpsArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LlmArgs {
+    /// The server, e.g. http://127.0.0.1:8080.
+    #[arg(long)]
+    pub url: String,
+    /// The model name the server knows.
+    #[arg(long)]
+    pub model: String,
+    #[arg(long, value_enum, default_value = "openai")]
+    pub api: crate::llm::api::Api,
+    /// Send non-streaming requests (FirstTokenTime is then the whole response time).
+    #[arg(long)]
+    pub no_stream: bool,
+    /// `synthetic` (with --synthetic-config) or a JSONL file of {"prompt", "max_tokens"}.
+    #[arg(long, default_value = "synthetic")]
+    pub dataset: String,
+    /// MindIE's synthetic_config.json: Input/Output length distributions, RequestCount.
+    #[arg(long, value_name = "FILE")]
+    pub synthetic_config: Option<PathBuf>,
+    /// Requests to send [default: the dataset's size; prompts are reused in turn].
+    #[arg(long)]
+    pub request_count: Option<usize>,
+    /// max_tokens for JSONL prompts that give none.
+    #[arg(long, default_value_t = 256)]
+    pub max_output_len: u64,
+    /// Requests in flight at once, 1..1000 (MindIE's default is 128).
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Open-loop request rates, req/s: one run per rate (at most --concurrency in flight).
+    #[arg(long, value_delimiter = ',', value_name = "R,R,...")]
+    pub request_rate: Vec<f64>,
+    #[arg(long, value_enum, default_value = "poisson")]
+    pub distribution: Arrival,
+    /// Seed of the synthetic lengths and the Poisson arrivals.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Warm-up requests before measuring, 0..1000.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: usize,
+    /// Sampling parameters passed through, JSON: '{"temperature": 0.0}'.
+    #[arg(long, value_name = "JSON")]
+    pub sampling_params: Option<String>,
+    /// Goodput bounds: ttft<=500ms,tpot<=50ms,e2el<=10s.
+    #[arg(long)]
+    pub slo: Option<String>,
+    /// A request not finished after this many seconds fails (timeout).
+    #[arg(long, default_value_t = 600.0, value_name = "S")]
+    pub timeout: f64,
+    #[arg(long, default_value_t = 1000)]
+    pub max_connections: usize,
+    #[arg(long)]
+    pub cacert: Option<PathBuf>,
+    #[arg(long, requires = "key")]
+    pub cert: Option<PathBuf>,
+    #[arg(long, requires = "cert")]
+    pub key: Option<PathBuf>,
+    #[arg(long)]
+    pub crl: Vec<PathBuf>,
+    /// Folder for result_perf.csv, result_common.csv, requests.csv and report.json.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
 }

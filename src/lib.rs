@@ -11,6 +11,7 @@ pub mod commands;
 pub mod conformance;
 pub mod device;
 pub mod grade;
+pub mod llm;
 pub mod load;
 pub mod measure;
 pub mod model;
@@ -52,6 +53,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Grade(args) => commands::grade::run(args),
         cli::Command::Serve(args) => server::run(args),
         cli::Command::Qps(args) => load::qps::run(args),
+        cli::Command::Llm(args) => llm::run::run(args),
         cli::Command::Verify { dir } => commands::grade::verify(&dir),
         cli::Command::Report { dir, format } => commands::grade::render(&dir, &format),
         cli::Command::Profile { command } => commands::grade::profile_command(command),

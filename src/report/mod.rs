@@ -7,6 +7,7 @@ pub mod compliance;
 pub mod conformance;
 pub mod devices;
 pub mod inspect;
+pub mod llm;
 pub mod qps;
 pub mod run;
 pub mod zoo;

@@ -1,0 +1,294 @@
+//! Prompts for `acceval llm`: MindIE's synthetic data (input and output lengths drawn from
+//! uniform, gaussian or zipf distributions, clipped to [MinValue, MaxValue]; the prompt is
+//! the token "A" repeated) and JSONL prompt files.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use crate::rng::SplitMix64;
+
+/// One request to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    pub text: String,
+    pub max_tokens: u64,
+    /// The input length the dataset asked for (synthetic), in tokens.
+    pub requested_input_tokens: Option<u64>,
+}
+
+const MAX_LEN: u64 = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dist {
+    Uniform {
+        min: u64,
+        max: u64,
+    },
+    Gaussian {
+        mean: f64,
+        var: f64,
+        min: u64,
+        max: u64,
+    },
+    Zipf {
+        alpha: f64,
+        min: u64,
+        max: u64,
+    },
+}
+
+impl Dist {
+    fn parse(v: &Value, what: &str) -> anyhow::Result<Dist> {
+        let method = v.get("Method").and_then(|m| m.as_str()).ok_or_else(|| {
+            anyhow::anyhow!("{what}.Method is missing: uniform, gaussian or zipf")
+        })?;
+        let params = v
+            .get("Params")
+            .ok_or_else(|| anyhow::anyhow!("{what}.Params is missing"))?;
+        let num = |k: &str| -> anyhow::Result<f64> {
+            params
+                .get(k)
+                .and_then(|x| x.as_f64())
+                .ok_or_else(|| anyhow::anyhow!("{what}.Params.{k} is missing or not a number"))
+        };
+        let len = |k: &str| -> anyhow::Result<u64> {
+            let x = num(k)?;
+            if x.fract() != 0.0 || !(1.0..=MAX_LEN as f64).contains(&x) {
+                bail!("{what}.Params.{k} = {x}: a token count in [1, {MAX_LEN}] (2^20)");
+            }
+            Ok(x as u64)
+        };
+        let (min, max) = (len("MinValue")?, len("MaxValue")?);
+        if min > max {
+            bail!("{what}.Params: MinValue {min} is above MaxValue {max}");
+        }
+        Ok(match method {
+            "uniform" => Dist::Uniform { min, max },
+            "gaussian" => {
+                let (mean, var) = (num("Mean")?, num("Var")?);
+                if !(-3.0e38..=3.0e38).contains(&mean) {
+                    bail!("{what}.Params.Mean = {mean}: allowed range [-3.0e38, 3.0e38]");
+                }
+                if !(0.0..=3.0e38).contains(&var) {
+                    bail!("{what}.Params.Var = {var}: allowed range [0, 3.0e38]");
+                }
+                Dist::Gaussian {
+                    mean,
+                    var,
+                    min,
+                    max,
+                }
+            }
+            "zipf" => {
+                let alpha = num("Alpha")?;
+                if !(alpha > 1.0 && alpha <= 10.0) {
+                    bail!("{what}.Params.Alpha = {alpha}: allowed range (1.0, 10.0]");
+                }
+                Dist::Zipf { alpha, min, max }
+            }
+            m => bail!("{what}.Method '{m}': use uniform, gaussian or zipf"),
+        })
+    }
+
+    /// One draw, clipped to [min, max].
+    pub fn sample(&self, rng: &mut SplitMix64) -> u64 {
+        let (x, min, max) = match *self {
+            Dist::Uniform { min, max } => (
+                min as f64 + (rng.unit() * (max - min + 1) as f64).floor(),
+                min,
+                max,
+            ),
+            Dist::Gaussian {
+                mean,
+                var,
+                min,
+                max,
+            } => (mean + var.sqrt() * normal(rng), min, max),
+            Dist::Zipf { alpha, min, max } => (zipf(alpha, rng) as f64, min, max),
+        };
+        x.round().clamp(min as f64, max as f64) as u64
+    }
+}
+
+/// A standard normal by Box–Muller.
+fn normal(rng: &mut SplitMix64) -> f64 {
+    let u1 = 1.0 - rng.unit();
+    let u2 = rng.unit();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+/// A Zipf(alpha) draw on 1, 2, 3, ... by rejection (Devroye, Non-Uniform Random Variate
+/// Generation, 1986, p. 551), as numpy's `zipf`.
+fn zipf(alpha: f64, rng: &mut SplitMix64) -> u64 {
+    let am1 = alpha - 1.0;
+    let b = 2f64.powf(am1);
+    loop {
+        let u = 1.0 - rng.unit();
+        let v = rng.unit();
+        let x = u.powf(-1.0 / am1).floor();
+        if !(1.0..=1e18).contains(&x) {
+            continue;
+        }
+        let t = (1.0 + 1.0 / x).powf(am1);
+        if v * x * (t - 1.0) / (b - 1.0) <= t / b {
+            return x as u64;
+        }
+    }
+}
+
+/// MindIE's synthetic_config.json.
+pub fn synthetic(path: &Path, seed: u64) -> anyhow::Result<Vec<Prompt>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--synthetic-config '{}'", path.display()))?;
+    let v: Value = serde_json::from_str(&text)
+        .with_context(|| format!("--synthetic-config '{}' is not JSON", path.display()))?;
+    let f = path.display();
+    let input = Dist::parse(
+        v.get("Input")
+            .ok_or_else(|| anyhow::anyhow!("{f}: 'Input' is missing"))?,
+        &format!("{f}: Input"),
+    )?;
+    let output = Dist::parse(
+        v.get("Output")
+            .ok_or_else(|| anyhow::anyhow!("{f}: 'Output' is missing"))?,
+        &format!("{f}: Output"),
+    )?;
+    let n = v
+        .get("RequestCount")
+        .and_then(|x| x.as_u64())
+        .ok_or_else(|| anyhow::anyhow!("{f}: RequestCount is missing or not an integer"))?;
+    if !(1..=MAX_LEN).contains(&n) {
+        bail!("{f}: RequestCount = {n}: allowed range [1, {MAX_LEN}] (2^20)");
+    }
+    let mut rng = SplitMix64(seed);
+    Ok((0..n)
+        .map(|_| {
+            let i = input.sample(&mut rng);
+            let o = output.sample(&mut rng);
+            Prompt {
+                text: vec!["A"; i as usize].join(" "),
+                max_tokens: o,
+                requested_input_tokens: Some(i),
+            }
+        })
+        .collect())
+}
+
+/// One `{"prompt": ..., "max_tokens": ...}` per line; `max_tokens` defaults to `default_max`.
+pub fn jsonl(path: &Path, default_max: u64) -> anyhow::Result<Vec<Prompt>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--dataset '{}'", path.display()))?;
+    let mut out = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}: not a JSON object", path.display(), k + 1))?;
+        let prompt = v
+            .get("prompt")
+            .and_then(|p| p.as_str())
+            .ok_or_else(|| anyhow::anyhow!("{}:{}: no \"prompt\" string", path.display(), k + 1))?;
+        let max_tokens = match v.get("max_tokens") {
+            None => default_max,
+            Some(m) => m.as_u64().filter(|&m| m >= 1).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{}:{}: max_tokens must be a positive integer",
+                    path.display(),
+                    k + 1
+                )
+            })?,
+        };
+        out.push(Prompt {
+            text: prompt.to_string(),
+            max_tokens,
+            requested_input_tokens: None,
+        });
+    }
+    if out.is_empty() {
+        bail!("--dataset '{}' holds no prompt", path.display());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(dir: &Path, text: &str) -> std::path::PathBuf {
+        let p = dir.join("s.json");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn synthetic_lengths_stay_in_range_and_repeat() {
+        let d = tempfile::tempdir().unwrap();
+        let p = cfg(
+            d.path(),
+            r#"{"Input":{"Method":"uniform","Params":{"MinValue":3,"MaxValue":9}},
+                "Output":{"Method":"gaussian","Params":{"Mean":20,"Var":16,"MinValue":1,"MaxValue":25}},
+                "RequestCount":500}"#,
+        );
+        let a = synthetic(&p, 1).unwrap();
+        assert_eq!(a.len(), 500);
+        assert_eq!(a, synthetic(&p, 1).unwrap());
+        assert!(
+            a.iter()
+                .all(|x| (3..=9).contains(&x.requested_input_tokens.unwrap()))
+        );
+        assert!(a.iter().all(|x| (1..=25).contains(&x.max_tokens)));
+        let mean = a.iter().map(|x| x.max_tokens as f64).sum::<f64>() / 500.0;
+        assert!((mean - 20.0).abs() < 1.0, "{mean}");
+        assert_eq!(
+            a[0].text.split(' ').count() as u64,
+            a[0].requested_input_tokens.unwrap()
+        );
+        let z = cfg(
+            d.path(),
+            r#"{"Input":{"Method":"zipf","Params":{"Alpha":2.0,"MinValue":1,"MaxValue":50}},
+                "Output":{"Method":"uniform","Params":{"MinValue":4,"MaxValue":4}},"RequestCount":2000}"#,
+        );
+        let z = synthetic(&z, 2).unwrap();
+        let ones = z
+            .iter()
+            .filter(|x| x.requested_input_tokens == Some(1))
+            .count() as f64
+            / 2000.0;
+        // Zipf(2): P(1) = 1/zeta(2) = 0.608.
+        assert!((ones - 0.608).abs() < 0.04, "{ones}");
+    }
+
+    #[test]
+    fn bad_configs_name_the_key_and_range() {
+        let d = tempfile::tempdir().unwrap();
+        let cases = [
+            (
+                r#"{"Input":{"Method":"zipf","Params":{"Alpha":1.0,"MinValue":1,"MaxValue":5}},"Output":{"Method":"uniform","Params":{"MinValue":1,"MaxValue":2}},"RequestCount":1}"#,
+                "Input.Params.Alpha = 1: allowed range (1.0, 10.0]",
+            ),
+            (
+                r#"{"Input":{"Method":"uniform","Params":{"MinValue":0,"MaxValue":5}},"Output":{"Method":"uniform","Params":{"MinValue":1,"MaxValue":2}},"RequestCount":1}"#,
+                "Input.Params.MinValue = 0: a token count in [1, 1048576]",
+            ),
+            (
+                r#"{"Input":{"Method":"uniform","Params":{"MinValue":1,"MaxValue":5}},"Output":{"Method":"uniform","Params":{"MinValue":1,"MaxValue":2}},"RequestCount":2000000}"#,
+                "RequestCount = 2000000: allowed range [1, 1048576]",
+            ),
+            (
+                r#"{"Input":{"Method":"poisson","Params":{"MinValue":1,"MaxValue":5}},"Output":{"Method":"uniform","Params":{"MinValue":1,"MaxValue":2}},"RequestCount":1}"#,
+                "Input.Method 'poisson'",
+            ),
+            (
+                r#"{"Input":{"Method":"gaussian","Params":{"Mean":1,"Var":-1,"MinValue":1,"MaxValue":5}},"Output":{"Method":"uniform","Params":{"MinValue":1,"MaxValue":2}},"RequestCount":1}"#,
+                "Input.Params.Var = -1",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = format!("{:#}", synthetic(&cfg(d.path(), text), 0).unwrap_err());
+            assert!(e.contains(want), "{e} lacks {want}");
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! `acceval llm` against a streaming test server with known delays, so each metric has an
+//! exact expected value: the first token after FIRST ms, then one every GAP ms. Each API's
+//! wire format (OpenAI completions and chat, TGI, Triton generate), MindIE's statistics and
+//! files, request rates, and failures (an error event mid-stream, a stream cut without its
+//! end marker, a connection dropped mid-stream, an HTTP error).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+mod common;
+
+const FIRST_MS: u64 = 80;
+const GAP_MS: u64 = 15;
+
+fn chunk(s: &mut TcpStream, data: &str) -> std::io::Result<()> {
+    let b = format!("data: {data}\n\n");
+    write!(s, "{:x}\r\n{b}\r\n", b.len())?;
+    s.flush()
+}
+
+fn handle(mut s: TcpStream) -> std::io::Result<()> {
+    let mut r = BufReader::new(s.try_clone()?);
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+    let mut len = 0;
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h)?;
+        if h.trim().is_empty() {
+            break;
+        }
+        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body)?;
+    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let model = req["model"].as_str().unwrap_or("");
+    let prompt = req["prompt"]
+        .as_str()
+        .or(req["inputs"].as_str())
+        .or(req["text_input"].as_str())
+        .or(req["messages"][0]["content"].as_str())
+        .unwrap_or("");
+    let prompt_tokens = prompt.split_whitespace().count();
+    let n = req["max_tokens"]
+        .as_u64()
+        .or(req["parameters"]["max_new_tokens"].as_u64())
+        .unwrap_or(5);
+    if model == "http-500" {
+        let b = r#"{"error":{"message":"model overloaded","type":"server_error"}}"#;
+        write!(
+            s,
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+            b.len()
+        )?;
+        return Ok(());
+    }
+    write!(
+        s,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )?;
+    s.flush()?;
+    // A keep-alive comment, as sse-starlette servers send: ignored by the client.
+    let ping = ": ping - 0\n\n";
+    write!(s, "{:x}\r\n{ping}\r\n", ping.len())?;
+    let chat = path.starts_with("/v1/chat");
+    if chat {
+        chunk(
+            &mut s,
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}"#,
+        )?;
+    }
+    for k in 0..n {
+        std::thread::sleep(Duration::from_millis(if k == 0 {
+            FIRST_MS
+        } else {
+            GAP_MS
+        }));
+        if k == 2 && model == "error-mid" {
+            chunk(&mut s, r#"{"error":{"message":"overloaded mid-stream"}}"#)?;
+            break;
+        }
+        if k == 2 && model == "drop" {
+            return Ok(()); // the socket closes without the chunked terminator
+        }
+        if k == 2 && model == "cut" {
+            break;
+        }
+        let ev = if chat {
+            json!({"choices":[{"index":0,"delta":{"content":" tok"},"finish_reason":null}]})
+        } else if path.starts_with("/v1/") {
+            json!({"choices":[{"index":0,"text":" tok","finish_reason":null}],"usage":null})
+        } else if path.starts_with("/generate_stream") {
+            let last = k + 1 == n;
+            json!({"token":{"id":k,"text":" tok","special":false},"generated_text": if last { json!("tok tok") } else { Value::Null },
+                   "details": if last { json!({"finish_reason":"length","generated_tokens":n}) } else { Value::Null }})
+        } else {
+            json!({"model_name":"m","model_version":"1","text_output":" tok"})
+        };
+        chunk(&mut s, &ev.to_string())?;
+    }
+    if path.starts_with("/v1/") && model != "cut" && model != "error-mid" {
+        let fin = if chat {
+            json!({"choices":[{"index":0,"delta":{},"finish_reason":"length"}]})
+        } else {
+            json!({"choices":[{"index":0,"text":"","finish_reason":"length"}]})
+        };
+        chunk(&mut s, &fin.to_string())?;
+        chunk(&mut s, &json!({"choices":[],"usage":{"prompt_tokens":prompt_tokens,"completion_tokens":n,"total_tokens":prompt_tokens as u64 + n}}).to_string())?;
+        chunk(&mut s, "[DONE]")?;
+    }
+    write!(s, "0\r\n\r\n")?;
+    s.flush()
+}
+
+fn server() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = handle(c);
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn synthetic(dir: &Path, input: u64, output: u64, count: u64) -> String {
+    let p = dir.join("synthetic.json");
+    std::fs::write(
+        &p,
+        json!({"Input":{"Method":"uniform","Params":{"MinValue":input,"MaxValue":input}},
+               "Output":{"Method":"uniform","Params":{"MinValue":output,"MaxValue":output}},
+               "RequestCount":count})
+        .to_string(),
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+fn llm(args: &[&str]) -> (i32, Value, String) {
+    let (code, out, err) = common::acceval(&[&["llm", "--json", "--warmup", "0"], args].concat());
+    let v = serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("no JSON ({e}); exit {code}\n{out}\n{err}"));
+    (code, v, err)
+}
+
+fn stat(run: &Value, m: &str, k: &str) -> f64 {
+    run["metrics"][m][k]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{m}.{k} missing: {}", run["metrics"][m]))
+}
+
+#[test]
+fn every_api_gives_the_timings_the_server_was_built_with() {
+    let url = server();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = synthetic(dir.path(), 3, 5, 6);
+    for (api, source) in [
+        ("openai", "usage"),
+        ("openai-chat", "usage"),
+        ("tgi", "details"),
+        ("triton", "events"),
+        ("vllm", "usage"),
+    ] {
+        let out = dir.path().join(api);
+        let (code, v, err) = llm(&[
+            "--url",
+            &url,
+            "--model",
+            "m",
+            "--api",
+            api,
+            "--synthetic-config",
+            &cfg,
+            "--concurrency",
+            "2",
+            "--slo",
+            "ttft<=500ms,tpot<=100ms",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            code, 0,
+            "{api}: {err} {}",
+            v["runs"][0]["records"][0]["error"]
+        );
+        let run = &v["runs"][0];
+        assert_eq!(run["total"], 6, "{api}");
+        assert_eq!(run["returned"], 6, "{api}");
+        assert_eq!(run["failed"], 0, "{api}: {}", run["failures"]);
+        assert_eq!(
+            run["token_sources"][source], 6,
+            "{api}: {}",
+            run["token_sources"]
+        );
+        assert_eq!(stat(run, "GeneratedTokens", "average"), 5.0, "{api}");
+        // Every request's first token after FIRST_MS, then GAP_MS apart.
+        let ftt = stat(run, "FirstTokenTime", "average");
+        assert!(
+            (FIRST_MS as f64 - 1.0..FIRST_MS as f64 + 15.0).contains(&ftt),
+            "{api}: FirstTokenTime {ftt}"
+        );
+        assert_eq!(
+            stat(run, "DecodeTime", "N"),
+            24.0,
+            "{api}: 4 gaps x 6 requests"
+        );
+        let dt = stat(run, "DecodeTime", "average");
+        assert!(
+            (GAP_MS as f64 - 1.0..GAP_MS as f64 + 8.0).contains(&dt),
+            "{api}: DecodeTime {dt}"
+        );
+        let tpot = stat(run, "TPOT", "average");
+        assert!(
+            (GAP_MS as f64 - 1.0..GAP_MS as f64 + 8.0).contains(&tpot),
+            "{api}: TPOT {tpot}"
+        );
+        let gt = stat(run, "GenerateTime", "min");
+        assert!(
+            gt >= (FIRST_MS + 4 * GAP_MS) as f64 - 1.0,
+            "{api}: GenerateTime {gt}"
+        );
+        assert_eq!(
+            stat(run, "GeneratedCharacters", "average"),
+            20.0,
+            "{api}: 5 x ' tok'"
+        );
+        if source == "usage" {
+            assert_eq!(stat(run, "InputTokens", "average"), 3.0);
+            let lpct = run["lpct"].as_f64().unwrap();
+            assert!((lpct - ftt / 3.0).abs() < 1e-9, "{api}: lpct {lpct}");
+        }
+        let thr = run["throughput"].as_f64().unwrap();
+        let elapsed = run["time_elapsed_s"].as_f64().unwrap();
+        assert!((thr - 6.0 / elapsed).abs() < 1e-9);
+        assert_eq!(
+            run["goodput"].as_f64().unwrap(),
+            thr,
+            "{api}: every request meets the bounds"
+        );
+        let perf = std::fs::read_to_string(out.join("result_perf.csv")).unwrap();
+        assert!(perf.starts_with("Metric,average,max,min,P75,P90,SLO_P90,P99,N,unit\n"));
+        assert_eq!(perf.lines().count(), 11);
+        let common = std::fs::read_to_string(out.join("result_common.csv")).unwrap();
+        assert!(
+            common.starts_with(
+                "CurrentTime,TimeElapsed,DataSource,Failed,Returned,Total,Concurrency"
+            )
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("requests.csv"))
+                .unwrap()
+                .lines()
+                .count(),
+            7
+        );
+    }
+}
+
+#[test]
+fn request_rates_run_once_each() {
+    let url = server();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = synthetic(dir.path(), 2, 3, 8);
+    let out = dir.path().join("rates");
+    let (code, v, err) = llm(&[
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--synthetic-config",
+        &cfg,
+        "--concurrency",
+        "8",
+        "--request-rate",
+        "20,40",
+        "--distribution",
+        "uniform",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for (run, rate) in runs.iter().zip([20.0, 40.0]) {
+        assert_eq!(run["request_rate"], rate);
+        assert_eq!(run["failed"], 0);
+        // Uniform arrivals: 8 requests over 7 gaps of 1/rate, the last taking ~110 ms.
+        let e = run["time_elapsed_s"].as_f64().unwrap();
+        assert!(e >= 7.0 / rate, "{rate}: {e}");
+        let sent: Vec<f64> = run["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["sent_s"].as_f64().unwrap())
+            .collect();
+        let last = sent.iter().copied().fold(0.0, f64::max);
+        assert!(
+            (last - 7.0 / rate).abs() < 0.02,
+            "{rate}: last request sent at {last}"
+        );
+    }
+    assert!(out.join("rate-20/result_perf.csv").is_file());
+    assert!(out.join("rate-40/requests.csv").is_file());
+    // The terminal view: MindIE's two tables.
+    let (code, text, err) = common::acceval(&[
+        "llm",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--synthetic-config",
+        &cfg,
+        "--warmup",
+        "1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for want in [
+        "FirstTokenTime",
+        "SLO_P90",
+        "DecodeTime",
+        "GenerateSpeed (token/s)",
+        "lpct (ms)",
+        "n/a: no --slo given",
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
+}
+
+#[test]
+fn failures_are_counted_with_their_reason() {
+    let url = server();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = synthetic(dir.path(), 2, 5, 2);
+    for (model, kind, text) in [
+        ("error-mid", "stream_error", "overloaded mid-stream"),
+        ("cut", "cut_stream", "without [DONE]"),
+        ("drop", "connection_closed", "stream broke"),
+        ("http-500", "http_500", "model overloaded"),
+    ] {
+        let (code, v, err) = llm(&["--url", &url, "--model", model, "--synthetic-config", &cfg]);
+        assert_eq!(code, 1, "{model}: {err}");
+        let run = &v["runs"][0];
+        assert_eq!(run["failed"], 2, "{model}");
+        assert_eq!(run["failures"][kind], 2, "{model}: {}", run["failures"]);
+        let e = run["records"][0]["error"].as_str().unwrap();
+        assert!(e.contains(text), "{model}: {e}");
+    }
+    // Nobody listening.
+    let dead = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let (code, v, _) = llm(&[
+        "--url",
+        &dead,
+        "--model",
+        "m",
+        "--synthetic-config",
+        &cfg,
+        "--timeout",
+        "5",
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        v["runs"][0]["failures"]["connection_failed"], 2,
+        "{}",
+        v["runs"][0]
+    );
+    // A bad synthetic config names the key and the range.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"Input":{"Method":"zipf","Params":{"Alpha":11,"MinValue":1,"MaxValue":9}},"Output":{"Method":"uniform","Params":{"MinValue":1,"MaxValue":2}},"RequestCount":3}"#).unwrap();
+    let (code, _, err) = common::acceval(&[
+        "llm",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--synthetic-config",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("Input.Params.Alpha = 11: allowed range (1.0, 10.0]"),
+        "{err}"
+    );
+}
