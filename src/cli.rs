@@ -627,6 +627,10 @@ pub struct LlmArgs {
     /// Requests to send [default: the dataset's size; prompts are reused in turn].
     #[arg(long)]
     pub request_count: Option<usize>,
+    /// A Hugging Face tokenizer.json: counts input and generated tokens when the server's
+    /// responses carry no usage (before falling back to counting events).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
     /// max_tokens for JSONL prompts that give none.
     #[arg(long, default_value_t = 256)]
     pub max_output_len: u64,

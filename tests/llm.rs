@@ -62,6 +62,18 @@ fn handle(mut s: TcpStream) -> std::io::Result<()> {
         )?;
         return Ok(());
     }
+    if req["stream"] == false {
+        std::thread::sleep(Duration::from_millis(FIRST_MS + (n - 1) * GAP_MS));
+        let b = json!({"choices":[{"index":0,"text":" tok".repeat(n as usize),"finish_reason":"length"}],
+                       "usage":{"prompt_tokens":prompt_tokens,"completion_tokens":n}})
+        .to_string();
+        write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+            b.len()
+        )?;
+        return Ok(());
+    }
     write!(
         s,
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
@@ -393,4 +405,84 @@ fn failures_are_counted_with_their_reason() {
         err.contains("Input.Params.Alpha = 11: allowed range (1.0, 10.0]"),
         "{err}"
     );
+}
+
+/// A word-level tokenizer.json (whitespace split) for token counting without `usage`.
+fn tokenizer(dir: &Path) -> String {
+    let p = dir.join("tokenizer.json");
+    std::fs::write(
+        &p,
+        json!({"version":"1.0","truncation":null,"padding":null,"added_tokens":[],"normalizer":null,
+               "pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,
+               "model":{"type":"WordLevel","vocab":{"tok":0,"A":1,"[UNK]":2},"unk_token":"[UNK]"}})
+        .to_string(),
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn token_counts_come_from_a_tokenizer_and_non_streaming_works() {
+    let url = server();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = synthetic(dir.path(), 3, 5, 2);
+    // Triton's stream has no usage: the tokenizer counts the text (5 x " tok") and the prompt.
+    let tok = tokenizer(dir.path());
+    let (code, v, err) = llm(&[
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--api",
+        "triton",
+        "--synthetic-config",
+        &cfg,
+        "--tokenizer",
+        &tok,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run = &v["runs"][0];
+    assert_eq!(
+        run["token_sources"]["tokenizer"], 2,
+        "{}",
+        run["token_sources"]
+    );
+    assert_eq!(stat(run, "GeneratedTokens", "average"), 5.0);
+    assert_eq!(stat(run, "InputTokens", "average"), 3.0);
+    // A file that is not a tokenizer is an error naming it.
+    let (code, _, err) = common::acceval(&[
+        "llm",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--synthetic-config",
+        &cfg,
+        "--tokenizer",
+        &cfg,
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not a Hugging Face tokenizer.json"), "{err}");
+    // Not streaming: one response; FirstTokenTime is the whole response time.
+    let (code, v, err) = llm(&[
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--synthetic-config",
+        &cfg,
+        "--no-stream",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run = &v["runs"][0];
+    assert_eq!(stat(run, "GeneratedTokens", "average"), 5.0);
+    let (f, g) = (
+        stat(run, "FirstTokenTime", "average"),
+        stat(run, "GenerateTime", "average"),
+    );
+    assert!(
+        f >= (FIRST_MS + 4 * GAP_MS) as f64 - 1.0 && (g - f).abs() < 5.0,
+        "first {f}, generate {g}"
+    );
+    assert!(run["metrics"]["DecodeTime"].is_null());
 }

@@ -168,6 +168,7 @@ struct Ctx {
     stream: bool,
     sampling: Map<String, Value>,
     timeout: Duration,
+    tokenizer: Option<tokenizers::Tokenizer>,
 }
 
 /// Parses `--slo ttft<=500ms,tpot<=50ms,e2el<=10s`.
@@ -253,6 +254,7 @@ async fn one(ctx: &Ctx, index: usize, p: &Prompt, run_start: Instant) -> Record 
     let mut raw = Vec::new();
     let mut events: Vec<(Instant, Vec<u8>)> = Vec::new();
     let mut last_token_at: Option<Instant> = None;
+    let mut text = String::new();
     let mut done_marker = false;
     let mut finished = false;
     let mut failure: Option<String> = None;
@@ -304,6 +306,9 @@ async fn one(ctx: &Ctx, index: usize, p: &Prompt, run_start: Instant) -> Record 
                             Some(format!("stream_error: the server sent an error event: {e}"));
                         continue;
                     }
+                    if ctx.tokenizer.is_some() {
+                        text.push_str(&piece.text);
+                    }
                     account(&mut rec, &piece, at, t0, &mut last_token_at);
                     finished |= piece.finished;
                 }
@@ -333,6 +338,7 @@ async fn one(ctx: &Ctx, index: usize, p: &Prompt, run_start: Instant) -> Record 
                     return rec;
                 }
                 let mut last = None;
+                text.push_str(&piece.text);
                 account(&mut rec, &piece, end, t0, &mut last);
             }
             Err(e) => {
@@ -363,12 +369,32 @@ async fn one(ctx: &Ctx, index: usize, p: &Prompt, run_start: Instant) -> Record 
             return rec;
         }
     }
+    // Token counts: the server's usage, else the tokenizer, else the events.
+    if let Some(tok) = &ctx.tokenizer {
+        if rec.generated_tokens.is_none() && !text.is_empty() {
+            match tok.encode(text.as_str(), false) {
+                Ok(e) => {
+                    rec.generated_tokens = Some(e.len() as u64);
+                    rec.token_source = "tokenizer";
+                }
+                Err(e) => rec.error = Some(format!("tokenizer: cannot encode the output: {e}")),
+            }
+        }
+        if rec.input_tokens.is_none()
+            && let Ok(e) = tok.encode(p.text.as_str(), true)
+        {
+            rec.input_tokens = Some(e.len() as u64);
+        }
+    }
     if rec.generated_tokens.is_none() && rec.token_events > 0 {
         rec.generated_tokens = Some(rec.token_events);
         rec.token_source = "events";
     }
     if rec.input_tokens.is_none() {
         rec.input_tokens = p.requested_input_tokens;
+    }
+    if rec.error.is_some() {
+        return rec;
     }
     if rec.token_events == 0 {
         rec.error = Some("empty: the response carried no generated text".into());
@@ -675,6 +701,15 @@ pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
         let _g = rt.enter();
         client::build(&tls, args.max_connections, timeout)?
     };
+    let tokenizer = match &args.tokenizer {
+        None => None,
+        Some(p) => Some(tokenizers::Tokenizer::from_file(p).map_err(|e| {
+            anyhow::anyhow!(
+                "--tokenizer '{}': not a Hugging Face tokenizer.json: {e}",
+                p.display()
+            )
+        })?),
+    };
     let ctx = Arc::new(Ctx {
         client,
         base: base.clone(),
@@ -683,6 +718,7 @@ pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
         stream: !args.no_stream,
         sampling,
         timeout,
+        tokenizer,
     });
     let prompts = Arc::new(prompts);
     let runs = rt.block_on(async {
