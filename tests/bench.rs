@@ -393,9 +393,9 @@ fn sampler_sees_a_busy_thread() {
     let busy = v[1..6].iter().sum::<f64>() / 5.0;
     let idle = v[8..v.len() - 1].iter().sum::<f64>() / (v.len() - 9) as f64;
     eprintln!("process CPU: busy {busy:.1} %, idle {idle:.1} % ({v:?})");
-    // On a loaded machine the busy thread may get less than a whole core; what matters is
-    // that the sampler sees the busy phase and the idle one apart.
-    assert!(busy > 30.0 && idle < 15.0 && busy > 3.0 * idle, "{v:?}");
+    // On a loaded machine the busy thread may get well under a whole core (30 % seen with
+    // two builds beside it); what matters is that the sampler tells the phases apart.
+    assert!(busy > 15.0 && idle < 15.0 && busy > 3.0 * idle, "{v:?}");
 }
 
 /// A PTDaemon peer on 127.0.0.1:0 answering `Watts,123.5`: the wall power and energy.
