@@ -90,11 +90,8 @@ fn handle(mut s: TcpStream) -> std::io::Result<()> {
         )?;
     }
     for k in 0..n {
-        std::thread::sleep(Duration::from_millis(if k == 0 {
-            FIRST_MS
-        } else {
-            GAP_MS
-        }));
+        let first = if model == "slow" { 20_000 } else { FIRST_MS };
+        std::thread::sleep(Duration::from_millis(if k == 0 { first } else { GAP_MS }));
         if k == 2 && model == "error-mid" {
             chunk(&mut s, r#"{"error":{"message":"overloaded mid-stream"}}"#)?;
             break;
@@ -485,4 +482,55 @@ fn token_counts_come_from_a_tokenizer_and_non_streaming_works() {
         "first {f}, generate {g}"
     );
     assert!(run["metrics"]["DecodeTime"].is_null());
+}
+
+/// Ctrl-C while requests are in flight: they are recorded as interrupted, the files are
+/// written, the run is marked incomplete, and the exit code is 1, at once.
+#[test]
+fn ctrl_c_writes_what_was_measured() {
+    let url = server();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = synthetic(dir.path(), 2, 5, 4);
+    let out = dir.path().join("out");
+    let exe = assert_cmd::cargo::cargo_bin("acceval");
+    let child = std::process::Command::new(exe)
+        .args([
+            "llm",
+            "--json",
+            "--warmup",
+            "0",
+            "--url",
+            &url,
+            "--model",
+            "slow",
+            "--synthetic-config",
+            &cfg,
+        ])
+        .args(["--concurrency", "2", "--out", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let t = std::time::Instant::now();
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?} to stop",
+        t.elapsed()
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run = &v["runs"][0];
+    assert_eq!(run["complete"], false);
+    assert_eq!(run["failures"]["interrupted"], 2, "{}", run["failures"]);
+    let saved: Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(saved["runs"][0]["complete"], false);
 }

@@ -53,6 +53,22 @@ pub struct Record {
 }
 
 impl Record {
+    fn new(index: usize) -> Record {
+        Record {
+            index,
+            ok: false,
+            error: None,
+            sent_s: 0.0,
+            first_token_ms: None,
+            decode_ms: Vec::new(),
+            generate_ms: 0.0,
+            input_tokens: None,
+            generated_tokens: None,
+            token_source: "none",
+            generated_characters: 0,
+            token_events: 0,
+        }
+    }
     pub fn tpot_ms(&self) -> Option<f64> {
         let (f, n) = (self.first_token_ms?, self.generated_tokens?);
         (n > 1).then(|| (self.generate_ms - f) / (n - 1) as f64)
@@ -169,6 +185,8 @@ struct Ctx {
     sampling: Map<String, Value>,
     timeout: Duration,
     tokenizer: Option<tokenizers::Tokenizer>,
+    /// Set by Ctrl-C: in-flight requests are abandoned and recorded as interrupted.
+    stop: Arc<AtomicBool>,
 }
 
 /// Parses `--slo ttft<=500ms,tpot<=50ms,e2el<=10s`.
@@ -189,25 +207,32 @@ pub fn parse_slo(s: &str) -> anyhow::Result<Vec<(String, f64)>> {
     Ok(out)
 }
 
+/// One request, abandoned (and recorded as interrupted) when Ctrl-C comes first.
+async fn guarded(ctx: &Ctx, index: usize, p: &Prompt, run_start: Instant) -> Record {
+    let t = Instant::now();
+    let stopped = async {
+        while !ctx.stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::select! {
+        r = one(ctx, index, p, run_start) => r,
+        _ = stopped => {
+            let mut r = Record::new(index);
+            r.sent_s = (t - run_start).as_secs_f64();
+            r.generate_ms = t.elapsed().as_secs_f64() * 1e3;
+            r.error = Some("interrupted: Ctrl-C before the response ended".into());
+            r
+        }
+    }
+}
+
 async fn one(ctx: &Ctx, index: usize, p: &Prompt, run_start: Instant) -> Record {
     let body = ctx
         .api
         .body(&ctx.model, &p.text, p.max_tokens, ctx.stream, &ctx.sampling);
     let uri = format!("{}{}", ctx.base, ctx.api.path(&ctx.model, ctx.stream));
-    let mut rec = Record {
-        index,
-        ok: false,
-        error: None,
-        sent_s: 0.0,
-        first_token_ms: None,
-        decode_ms: Vec::new(),
-        generate_ms: 0.0,
-        input_tokens: None,
-        generated_tokens: None,
-        token_source: "none",
-        generated_characters: 0,
-        token_events: 0,
-    };
+    let mut rec = Record::new(index);
     let req = hyper::Request::post(&uri)
         .header("content-type", "application/json")
         .header(
@@ -462,7 +487,7 @@ async fn closed(
                 if i >= n {
                     break;
                 }
-                out.push(one(&ctx, i, &prompts[i % prompts.len()], run_start).await);
+                out.push(guarded(&ctx, i, &prompts[i % prompts.len()], run_start).await);
             }
             out
         }));
@@ -503,7 +528,7 @@ async fn open(
             .expect("semaphore open");
         let (ctx, prompts) = (Arc::clone(ctx), Arc::clone(prompts));
         handles.push(tokio::spawn(async move {
-            let r = one(&ctx, i, &prompts[i % prompts.len()], run_start).await;
+            let r = guarded(&ctx, i, &prompts[i % prompts.len()], run_start).await;
             drop(permit);
             r
         }));
@@ -719,6 +744,7 @@ pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
         sampling,
         timeout,
         tokenizer,
+        stop: Arc::clone(&stop),
     });
     let prompts = Arc::new(prompts);
     let runs = rt.block_on(async {

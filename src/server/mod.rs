@@ -11,7 +11,7 @@
 mod metrics;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -921,9 +921,4 @@ fn match_inputs(
         });
     }
     Ok((out, rows.unwrap_or(1)))
-}
-
-/// The model file a config serves, for reports.
-pub fn model_path(cfg: &Config) -> &Path {
-    &cfg.model
 }
