@@ -105,6 +105,9 @@ pub struct GradeArgs {
     /// A SPEC PTDaemon serving a power analyser (wall power).
     #[arg(long, value_name = "HOST:PORT")]
     pub ptd: Option<String>,
+    /// The LLM service for the profile's [llm] stage (overrides its url).
+    #[arg(long, value_name = "URL")]
+    pub llm_url: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -605,7 +608,7 @@ pub struct QpsArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct LlmArgs {
     /// The server, e.g. http://127.0.0.1:8080.
     #[arg(long)]

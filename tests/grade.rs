@@ -46,7 +46,17 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
             "sample_ms = 1000",
             "sample_ms = 1000\nmax_cv = 10.0\nstability = 10.0",
         )
-        .replace("min_qps = 50.0", "min_qps = 10.0"),
+        .replace("min_qps = 50.0", "min_qps = 10.0")
+            + &format!(
+                "\n[llm]\nurl = \"{}\"\nmodel = \"m\"\napi = \"openai\"\nsynthetic_config = \"synthetic.json\"\nconcurrency = 2\nwarmup = 1\nmax_first_token_ms = 500.0\nmax_tpot_ms = 100.0\nmin_throughput = 1.0\n",
+                common::sse_server::server()
+            ),
+    )
+    .unwrap();
+    // The LLM stage's requests: 6 prompts of 3 tokens, 5 tokens out each.
+    std::fs::write(
+        tmp.path().join("synthetic.json"),
+        r#"{"Input":{"Method":"uniform","Params":{"MinValue":3,"MaxValue":3}},"Output":{"Method":"uniform","Params":{"MinValue":5,"MaxValue":5}},"RequestCount":6}"#,
     )
     .unwrap();
     let (code, out, err) = grade(
@@ -66,6 +76,8 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
         "telemetry.csv",
         "qps_curve.csv",
         "qps.svg",
+        "llm_result_perf.csv",
+        "llm_result_common.csv",
         "manifest.json",
     ] {
         assert!(dir.join(f).is_file(), "{f} missing");
@@ -74,7 +86,19 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
     assert_eq!(r["verdict"], "COMPLIANT");
     assert_eq!(r["complete"], true);
     assert_eq!(r["policy_overridden"], true);
-    assert_eq!(r["stages"].as_array().unwrap().len(), 5);
+    assert_eq!(r["stages"].as_array().unwrap().len(), 6);
+    // The LLM stage against the timed test server: 6 requests, none failed, judged PASS.
+    let run = &r["llm"]["runs"][0];
+    assert_eq!(run["total"], 6);
+    assert_eq!(run["failed"], 0);
+    assert_eq!(run["metrics"]["GeneratedTokens"]["average"], 5.0);
+    let llm_clause = r["clauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["title"] == "LLM serving (MindIE Benchmark)")
+        .expect("the LLM clause");
+    assert_eq!(llm_clause["verdict"], "PASS", "{llm_clause}");
     assert_eq!(r["accuracy"].as_array().unwrap().len(), 3);
     // §7.2.5: served on loopback and searched; every request accounted for.
     let q = &r["qps"];
@@ -106,7 +130,7 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
     // verify: every file and the schema.
     let (code, out, _) = acceval(&["verify", dir.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("8 files match manifest.json"), "{out}");
+    assert!(out.contains("10 files match manifest.json"), "{out}");
     // report re-renders the same views from report.json.
     for (fmt, file) in [("md", "report.md"), ("html", "report.html")] {
         let (code, out, _) = acceval(&["report", dir.to_str().unwrap(), "--format", fmt]);
@@ -124,6 +148,7 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
         "**Verdict: COMPLIANT**",
         "## Clause by clause",
         "## QPS (§7.2.5)",
+        "## LLM serving (MindIE Benchmark)",
         "Table 3",
         "§7.2.6",
         "## Decisions the numbers depend on",

@@ -64,6 +64,7 @@ struct Run {
     speed: Option<BenchReport>,
     speed_model: Option<PathBuf>,
     qps: Option<crate::load::qps::QpsReport>,
+    llm: Option<crate::llm::run::LlmReport>,
 }
 
 fn git_commit() -> String {
@@ -638,6 +639,100 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
             }
         }
     }
+    // LLM serving (MindIE Benchmark, SPEC §7): only when the profile has an [llm] stage.
+    if let Some(l) = &p.llm {
+        let mut req = Vec::new();
+        let mut bad = Vec::new();
+        let measured = match r.llm.as_ref().and_then(|x| x.runs.first()) {
+            None => {
+                bad.push("not measured".to_string());
+                "not measured".to_string()
+            }
+            Some(run) => {
+                let slo90 = |m: &str| {
+                    run.metrics
+                        .get(m)
+                        .and_then(|s| s.as_ref())
+                        .map(|s| s.SLO_P90)
+                };
+                // (figure, the profile's bound, the measured value, bound is an upper one, unit)
+                type Check<'a> = (&'a str, Option<f64>, Option<f64>, bool, &'a str);
+                let checks: [Check; 4] = [
+                    (
+                        "FirstTokenTime SLO_P90",
+                        l.max_first_token_ms,
+                        slo90("FirstTokenTime"),
+                        true,
+                        "ms",
+                    ),
+                    ("TPOT SLO_P90", l.max_tpot_ms, slo90("TPOT"), true, "ms"),
+                    (
+                        "Throughput",
+                        l.min_throughput,
+                        Some(run.throughput),
+                        false,
+                        "req/s",
+                    ),
+                    (
+                        "GenerateSpeed",
+                        l.min_generate_speed,
+                        run.generate_speed,
+                        false,
+                        "token/s",
+                    ),
+                ];
+                for (name, limit, value, upper, unit) in checks {
+                    let Some(limit) = limit else { continue };
+                    req.push(format!(
+                        "{name} {} {limit} {unit}",
+                        if upper { "≤" } else { "≥" }
+                    ));
+                    match value {
+                        Some(v) if (upper && v <= limit) || (!upper && v >= limit) => {}
+                        Some(v) => bad.push(format!("{name} {v:.3} {unit}")),
+                        None => bad.push(format!("{name} n/a")),
+                    }
+                }
+                if run.failed > 0 {
+                    bad.push(format!("{} of {} requests failed", run.failed, run.total));
+                }
+                format!(
+                    "Throughput {:.3} req/s, GenerateSpeed {}, FirstTokenTime SLO_P90 {}, TPOT SLO_P90 {}; {} failed of {}",
+                    run.throughput,
+                    run.generate_speed
+                        .map(|v| format!("{v:.1} token/s"))
+                        .unwrap_or_else(|| "n/a".into()),
+                    slo90("FirstTokenTime")
+                        .map(|v| format!("{v:.3} ms"))
+                        .unwrap_or_else(|| "n/a".into()),
+                    slo90("TPOT")
+                        .map(|v| format!("{v:.3} ms"))
+                        .unwrap_or_else(|| "n/a".into()),
+                    run.failed,
+                    run.total
+                )
+            }
+        };
+        req.push("no failed request".into());
+        let ok = bad.is_empty();
+        c.push(clause(
+            "SPEC §7",
+            "LLM serving (MindIE Benchmark)",
+            format!(
+                "{} at concurrency {} ({})",
+                req.join(", "),
+                l.concurrency,
+                l.model
+            ),
+            measured,
+            if ok { "PASS" } else { "FAIL" },
+            (!ok).then(|| bad.join("; ")),
+            "profile",
+        ));
+        if !ok {
+            reasons.push(format!("LLM serving: {}", bad.join("; ")));
+        }
+    }
     // §7.2.6: utilization, with power and energy.
     let tele_ok;
     match r.speed.as_ref().and_then(|s| s.telemetry.as_ref()) {
@@ -739,7 +834,7 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
         }
     }
     let complete = r.stages.iter().all(|s| s.status == "done")
-        && r.stages.len() == 4 + p.qps.is_some() as usize;
+        && r.stages.len() == 4 + p.qps.is_some() as usize + p.llm.is_some() as usize;
     let verdict = if !complete {
         "INCOMPLETE"
     } else if reasons.is_empty() {
@@ -865,6 +960,7 @@ fn to_json(
         "accuracy_errors": r.accuracy_errors.iter().map(|(p, e)| json!({"precision": p, "error": e})).collect::<Vec<_>>(),
         "speed": speed,
         "qps": r.qps,
+        "llm": r.llm,
         "decisions": decisions(p),
     }))
 }
@@ -923,6 +1019,22 @@ fn write_all(
         )?;
         write(dir, "qps.svg", crate::report::qps::chart(q).as_bytes())?;
         files.extend(["qps_curve.csv", "qps.svg"]);
+    }
+    if let Some(l) = &r.llm {
+        write(
+            dir,
+            "llm_result_common.csv",
+            crate::report::llm::common_csv(l).as_bytes(),
+        )?;
+        files.push("llm_result_common.csv");
+        if let Some(run) = l.runs.first() {
+            write(
+                dir,
+                "llm_result_perf.csv",
+                crate::report::llm::perf_csv(run).as_bytes(),
+            )?;
+            files.push("llm_result_perf.csv");
+        }
     }
     let hash = |f: &str| -> anyhow::Result<Value> {
         let b = std::fs::read(dir.join(f))?;
@@ -1007,7 +1119,7 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
     let stop = bench::stop_flag();
     let mut r = Run::default();
-    let bar = indicatif::ProgressBar::new(4 + p.qps.is_some() as u64);
+    let bar = indicatif::ProgressBar::new(4 + p.qps.is_some() as u64 + p.llm.is_some() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{spinner} [{pos}/{len}] {elapsed_precise} {msg}")
             .expect("valid template"),
@@ -1257,6 +1369,79 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
                 } else {
                     "not run"
                 },
+                seconds: 0.0,
+                error: None,
+            });
+        }
+        bar.inc(1);
+        save(&r)?;
+    }
+
+    // 6. LLM serving (MindIE Benchmark's client mode), when the profile asks for it.
+    if let Some(l) = &p.llm {
+        let t = Instant::now();
+        if !stop.load(Ordering::Relaxed) {
+            let url = args.llm_url.clone().unwrap_or_else(|| l.url.clone());
+            bar.set_message(format!("LLM serving benchmark of {url} (MindIE)"));
+            let res = (|| {
+                use clap::ValueEnum;
+                let api = crate::llm::api::Api::from_str(&l.api, false)
+                    .map_err(|e| anyhow::anyhow!("[llm] api: {e}"))?;
+                let a = crate::cli::LlmArgs {
+                    url,
+                    model: l.model.clone(),
+                    api,
+                    no_stream: false,
+                    dataset: "synthetic".into(),
+                    synthetic_config: Some(
+                        profile_file
+                            .parent()
+                            .unwrap_or(Path::new("."))
+                            .join(&l.synthetic_config),
+                    ),
+                    request_count: None,
+                    tokenizer: None,
+                    max_output_len: 256,
+                    concurrency: l.concurrency,
+                    request_rate: Vec::new(),
+                    distribution: crate::cli::Arrival::Poisson,
+                    seed: 1,
+                    warmup: l.warmup,
+                    sampling_params: None,
+                    slo: None,
+                    timeout: 600.0,
+                    max_connections: 1000,
+                    cacert: None,
+                    cert: None,
+                    key: None,
+                    crl: Vec::new(),
+                    out: None,
+                    json: false,
+                };
+                crate::llm::run::measure(&a, &stop)
+            })();
+            match res {
+                Ok(rep) => {
+                    let done = rep.runs.iter().all(|x| x.complete);
+                    r.llm = Some(rep);
+                    r.stages.push(Stage {
+                        name: "llm",
+                        status: if done { "done" } else { "interrupted" },
+                        seconds: t.elapsed().as_secs_f64(),
+                        error: (!done).then(|| bench::INTERRUPTED.to_string()),
+                    });
+                }
+                Err(e) => r.stages.push(Stage {
+                    name: "llm",
+                    status: "failed",
+                    seconds: t.elapsed().as_secs_f64(),
+                    error: Some(format!("{e:#}")),
+                }),
+            }
+        } else {
+            r.stages.push(Stage {
+                name: "llm",
+                status: "interrupted",
                 seconds: 0.0,
                 error: None,
             });

@@ -31,6 +31,9 @@ pub struct Profile {
     /// §7.2.5: when present, `grade` serves the model on loopback and measures its QPS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qps: Option<QpsSection>,
+    /// MindIE Benchmark's client mode against an LLM service (`acceval llm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmSection>,
     #[serde(default)]
     pub attestations: Attestations,
 }
@@ -100,6 +103,43 @@ pub struct QpsSection {
     /// Binary tensors (Triton's extension) rather than JSON.
     #[serde(default = "default_true")]
     pub binary: bool,
+}
+
+/// An LLM serving stage: `acceval llm` against `url` (or `grade --llm-url`), judged on the
+/// profile's thresholds. The draft gives none; every threshold here is the profile's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSection {
+    /// The service, e.g. `http://127.0.0.1:8080` (`grade --llm-url` overrides it).
+    pub url: String,
+    pub model: String,
+    /// openai, openai-chat, tgi, triton or vllm.
+    #[serde(default = "default_llm_api")]
+    pub api: String,
+    /// MindIE's synthetic_config.json, relative to the profile.
+    pub synthetic_config: String,
+    #[serde(default = "default_one")]
+    pub concurrency: usize,
+    #[serde(default = "default_llm_warmup")]
+    pub warmup: usize,
+    /// FirstTokenTime SLO_P90 (MindIE's per-request P90) must be at most this, ms.
+    pub max_first_token_ms: Option<f64>,
+    /// TPOT SLO_P90 must be at most this, ms.
+    pub max_tpot_ms: Option<f64>,
+    /// Throughput must be at least this, req/s.
+    pub min_throughput: Option<f64>,
+    /// GenerateSpeed must be at least this, token/s.
+    pub min_generate_speed: Option<f64>,
+}
+
+fn default_llm_api() -> String {
+    "openai".into()
+}
+fn default_one() -> usize {
+    1
+}
+fn default_llm_warmup() -> usize {
+    10
 }
 
 fn default_qps_step() -> f64 {
@@ -350,6 +390,38 @@ impl Profile {
                     "step_duration_s",
                     "step_duration_s and max_rate must be positive, warmup_s not negative".into(),
                 ));
+            }
+        }
+        if let Some(l) = &self.llm {
+            use clap::ValueEnum;
+            if crate::llm::api::Api::from_str(&l.api, false).is_err() {
+                return Err(err(
+                    "llm",
+                    "api",
+                    format!(
+                        "'{}' is not openai, openai-chat, tgi, triton or vllm",
+                        l.api
+                    ),
+                ));
+            }
+            if !(1..=1000).contains(&l.concurrency) {
+                return Err(err(
+                    "llm",
+                    "concurrency",
+                    format!("{} must lie in [1, 1000]", l.concurrency),
+                ));
+            }
+            for (k, v) in [
+                ("max_first_token_ms", l.max_first_token_ms),
+                ("max_tpot_ms", l.max_tpot_ms),
+                ("min_throughput", l.min_throughput),
+                ("min_generate_speed", l.min_generate_speed),
+            ] {
+                if let Some(v) = v
+                    && !(v > 0.0 && v.is_finite())
+                {
+                    return Err(err("llm", k, format!("{v} must be a positive number")));
+                }
             }
         }
         if !matches!(self.speed.mode.as_str(), "pipeline" | "model-only") {

@@ -659,7 +659,41 @@ fn summarise(
 }
 
 /// `acceval llm`.
+/// `acceval llm`.
 pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
+    let stop = crate::commands::bench::stop_flag();
+    let report = measure(&args, &stop)?;
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            serde_json::to_writer_pretty(&mut out, &report)?;
+            writeln!(out)?;
+        } else {
+            crate::report::llm::write_text(&mut out, &report)?;
+        }
+    }
+    if let Some(dir) = &args.out {
+        let files = write_files(dir, &report)?;
+        eprintln!(
+            "Written: {}",
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let bad = report.runs.iter().any(|r| r.failed > 0 || !r.complete) || report.runs.is_empty();
+    Ok(if bad {
+        crate::Outcome::NotCompliant
+    } else {
+        crate::Outcome::Ok
+    })
+}
+
+/// Runs the benchmark `args` describes (also `grade`'s LLM stage).
+pub fn measure(args: &LlmArgs, stop: &Arc<AtomicBool>) -> anyhow::Result<LlmReport> {
     if !(1..=1000).contains(&args.concurrency) {
         bail!("--concurrency {} must lie in [1, 1000]", args.concurrency);
     }
@@ -711,7 +745,6 @@ pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
     if !(base.starts_with("http://") || base.starts_with("https://")) {
         bail!("--url '{}' must start with http:// or https://", args.url);
     }
-    let stop = crate::commands::bench::stop_flag();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -744,7 +777,7 @@ pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
         sampling,
         timeout,
         tokenizer,
-        stop: Arc::clone(&stop),
+        stop: Arc::clone(stop),
     });
     let prompts = Arc::new(prompts);
     let runs = rt.block_on(async {
@@ -758,7 +791,7 @@ pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
                 &prompts,
                 args.warmup,
                 args.concurrency,
-                &stop,
+                stop,
                 Instant::now(),
             )
             .await;
@@ -783,7 +816,7 @@ pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
             }
             let t = Instant::now();
             let recs = match rate {
-                None => closed(&ctx, &prompts, total, args.concurrency, &stop, t).await,
+                None => closed(&ctx, &prompts, total, args.concurrency, stop, t).await,
                 Some(r) => {
                     open(
                         &ctx,
@@ -793,7 +826,7 @@ pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
                         r,
                         args.distribution,
                         args.seed,
-                        &stop,
+                        stop,
                         t,
                     )
                     .await
@@ -822,7 +855,7 @@ pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
         }
         runs
     });
-    let report = LlmReport {
+    Ok(LlmReport {
         schema: "acceval.llm/1",
         url: base,
         model: args.model.clone(),
@@ -833,33 +866,6 @@ pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
         slo,
         runs,
         definitions: DEFINITIONS.iter().copied().collect(),
-    };
-    {
-        use std::io::Write;
-        let mut out = std::io::stdout().lock();
-        if args.json {
-            serde_json::to_writer_pretty(&mut out, &report)?;
-            writeln!(out)?;
-        } else {
-            crate::report::llm::write_text(&mut out, &report)?;
-        }
-    }
-    if let Some(dir) = &args.out {
-        let files = write_files(dir, &report)?;
-        eprintln!(
-            "Written: {}",
-            files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    let bad = report.runs.iter().any(|r| r.failed > 0 || !r.complete) || report.runs.is_empty();
-    Ok(if bad {
-        crate::Outcome::NotCompliant
-    } else {
-        crate::Outcome::Ok
     })
 }
 

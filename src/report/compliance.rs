@@ -521,6 +521,74 @@ fn blocks(v: &Value) -> Vec<Block> {
         }
     }
 
+    // LLM serving (MindIE Benchmark).
+    let l = &v["llm"];
+    if l.is_object() {
+        b.push(Block::Heading("LLM serving (MindIE Benchmark)".into()));
+        for run in l["runs"].as_array().into_iter().flatten() {
+            b.push(Block::Para(format!(
+                "`acceval llm` against {} ({}, model {}), {} requests at concurrency {} after {} warm-up requests; data: {}. Statistics as MindIE: P-values pooled over all samples, SLO_P90 = P90 of per-request means; percentiles by linear interpolation.",
+                s(&l["url"]),
+                s(&l["api"]),
+                s(&l["model"]),
+                run["total"],
+                run["concurrency"],
+                l["warmup"],
+                s(&l["data_source"])
+            )));
+            let mut t = Table::new(&[
+                "Metric", "average", "max", "min", "P75", "P90", "SLO_P90", "P99", "N",
+            ]);
+            for (name, unit) in [
+                ("FirstTokenTime", "ms"),
+                ("DecodeTime", "ms"),
+                ("LastDecodeTime", "ms"),
+                ("MaxDecodeTime", "ms"),
+                ("GenerateTime", "ms"),
+                ("TPOT", "ms"),
+                ("InputTokens", "token"),
+                ("GeneratedTokens", "token"),
+                ("GeneratedTokenSpeed", "token/s"),
+                ("GeneratedCharacters", "char"),
+            ] {
+                let m = &run["metrics"][name];
+                let f = |k: &str| {
+                    m[k].as_f64()
+                        .map(|x| format!("{x:.3}"))
+                        .unwrap_or_else(|| "n/a".into())
+                };
+                t.row(vec![
+                    format!("{name} ({unit})"),
+                    f("average"),
+                    f("max"),
+                    f("min"),
+                    f("P75"),
+                    f("P90"),
+                    f("SLO_P90"),
+                    f("P99"),
+                    m["N"].to_string(),
+                ]);
+            }
+            b.push(Block::Table(t));
+            let n = |x: &Value, unit: &str| {
+                x.as_f64()
+                    .map(|v| format!("{v:.3} {unit}"))
+                    .unwrap_or_else(|| "n/a".into())
+            };
+            b.push(Block::Para(format!(
+                "TimeElapsed {}, Total {}, Returned {}, Failed {}, Throughput {}, GenerateSpeed {}, GenerateSpeedPerClient {}, lpct {}.",
+                n(&run["time_elapsed_s"], "s"),
+                run["total"],
+                run["returned"],
+                run["failed"],
+                n(&run["throughput"], "req/s"),
+                n(&run["generate_speed"], "token/s"),
+                n(&run["generate_speed_per_client"], "token/s"),
+                n(&run["lpct"], "ms")
+            )));
+        }
+    }
+
     // Environment.
     let d = &v["devices"];
     if !d.is_null() {

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+pub mod sse_server;
+
 use acceval::model::build::GraphBuilder;
 use acceval::model::{Analysis, InputShape, analyse};
 

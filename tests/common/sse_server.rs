@@ -1,0 +1,139 @@
+//! A streaming LLM test server with known delays (tests/llm.rs, tests/grade.rs): the first
+//! token after FIRST_MS, then one every GAP_MS, in the wire format of the API the request
+//! path names (OpenAI completions or chat, TGI, Triton generate). The model name selects
+//! faults: `error-mid`, `cut`, `drop`, `http-500`, `slow`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+pub const FIRST_MS: u64 = 80;
+pub const GAP_MS: u64 = 15;
+
+fn chunk(s: &mut TcpStream, data: &str) -> std::io::Result<()> {
+    let b = format!("data: {data}\n\n");
+    write!(s, "{:x}\r\n{b}\r\n", b.len())?;
+    s.flush()
+}
+
+fn handle(mut s: TcpStream) -> std::io::Result<()> {
+    let mut r = BufReader::new(s.try_clone()?);
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+    let mut len = 0;
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h)?;
+        if h.trim().is_empty() {
+            break;
+        }
+        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; len];
+    r.read_exact(&mut body)?;
+    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let model = req["model"].as_str().unwrap_or("");
+    let prompt = req["prompt"]
+        .as_str()
+        .or(req["inputs"].as_str())
+        .or(req["text_input"].as_str())
+        .or(req["messages"][0]["content"].as_str())
+        .unwrap_or("");
+    let prompt_tokens = prompt.split_whitespace().count();
+    let n = req["max_tokens"]
+        .as_u64()
+        .or(req["parameters"]["max_new_tokens"].as_u64())
+        .unwrap_or(5);
+    if model == "http-500" {
+        let b = r#"{"error":{"message":"model overloaded","type":"server_error"}}"#;
+        write!(
+            s,
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+            b.len()
+        )?;
+        return Ok(());
+    }
+    if req["stream"] == false {
+        std::thread::sleep(Duration::from_millis(FIRST_MS + (n - 1) * GAP_MS));
+        let b = json!({"choices":[{"index":0,"text":" tok".repeat(n as usize),"finish_reason":"length"}],
+                       "usage":{"prompt_tokens":prompt_tokens,"completion_tokens":n}})
+        .to_string();
+        write!(
+            s,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+            b.len()
+        )?;
+        return Ok(());
+    }
+    write!(
+        s,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )?;
+    s.flush()?;
+    // A keep-alive comment, as sse-starlette servers send: ignored by the client.
+    let ping = ": ping - 0\n\n";
+    write!(s, "{:x}\r\n{ping}\r\n", ping.len())?;
+    let chat = path.starts_with("/v1/chat");
+    if chat {
+        chunk(
+            &mut s,
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}"#,
+        )?;
+    }
+    for k in 0..n {
+        let first = if model == "slow" { 20_000 } else { FIRST_MS };
+        std::thread::sleep(Duration::from_millis(if k == 0 { first } else { GAP_MS }));
+        if k == 2 && model == "error-mid" {
+            chunk(&mut s, r#"{"error":{"message":"overloaded mid-stream"}}"#)?;
+            break;
+        }
+        if k == 2 && model == "drop" {
+            return Ok(()); // the socket closes without the chunked terminator
+        }
+        if k == 2 && model == "cut" {
+            break;
+        }
+        let ev = if chat {
+            json!({"choices":[{"index":0,"delta":{"content":" tok"},"finish_reason":null}]})
+        } else if path.starts_with("/v1/") {
+            json!({"choices":[{"index":0,"text":" tok","finish_reason":null}],"usage":null})
+        } else if path.starts_with("/generate_stream") {
+            let last = k + 1 == n;
+            json!({"token":{"id":k,"text":" tok","special":false},"generated_text": if last { json!("tok tok") } else { Value::Null },
+                   "details": if last { json!({"finish_reason":"length","generated_tokens":n}) } else { Value::Null }})
+        } else {
+            json!({"model_name":"m","model_version":"1","text_output":" tok"})
+        };
+        chunk(&mut s, &ev.to_string())?;
+    }
+    if path.starts_with("/v1/") && model != "cut" && model != "error-mid" {
+        let fin = if chat {
+            json!({"choices":[{"index":0,"delta":{},"finish_reason":"length"}]})
+        } else {
+            json!({"choices":[{"index":0,"text":"","finish_reason":"length"}]})
+        };
+        chunk(&mut s, &fin.to_string())?;
+        chunk(&mut s, &json!({"choices":[],"usage":{"prompt_tokens":prompt_tokens,"completion_tokens":n,"total_tokens":prompt_tokens as u64 + n}}).to_string())?;
+        chunk(&mut s, "[DONE]")?;
+    }
+    write!(s, "0\r\n\r\n")?;
+    s.flush()
+}
+
+pub fn server() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = handle(c);
+            });
+        }
+    });
+    format!("http://{addr}")
+}
