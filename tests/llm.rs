@@ -401,6 +401,7 @@ fn ctrl_c_writes_what_was_measured() {
     let run = &v["runs"][0];
     assert_eq!(run["complete"], false);
     assert_eq!(run["failures"]["interrupted"], 2, "{}", run["failures"]);
+    assert_eq!(run["returned"], 0, "an abandoned request did not return");
     let saved: Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(saved["runs"][0]["complete"], false);

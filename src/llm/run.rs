@@ -564,13 +564,16 @@ fn summarise(
             .to_string();
         *failures.entry(kind).or_insert(0) += 1;
     }
+    // MindIE's Returned: requests that got a response, empty or not (not the ones that never
+    // got one: no connection, a timeout before any answer, abandoned at Ctrl-C).
     let returned = records
         .iter()
         .filter(|r| {
-            r.ok || r
-                .error
-                .as_deref()
-                .is_some_and(|e| !e.starts_with("timeout") && !e.starts_with("connection_failed"))
+            r.ok || r.error.as_deref().is_some_and(|e| {
+                !["timeout", "connection_failed", "interrupted"]
+                    .iter()
+                    .any(|k| e.starts_with(k))
+            })
         })
         .count();
     let per = |f: &dyn Fn(&Record) -> Option<f64>| -> Vec<f64> {
