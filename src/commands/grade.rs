@@ -38,6 +38,40 @@ pub struct Stage {
     pub error: Option<String>,
 }
 
+impl Stage {
+    /// A stage that ended in an error.
+    fn failed(name: &'static str, t: Instant, e: &anyhow::Error) -> Stage {
+        Stage {
+            name,
+            status: "failed",
+            seconds: t.elapsed().as_secs_f64(),
+            error: Some(format!("{e:#}")),
+        }
+    }
+    /// A stage that did not start: Ctrl-C came first, or what it needs is missing.
+    fn skipped(name: &'static str, interrupted: bool) -> Stage {
+        Stage {
+            name,
+            status: if interrupted {
+                "interrupted"
+            } else {
+                "not run"
+            },
+            seconds: 0.0,
+            error: None,
+        }
+    }
+    /// A stage that ran to its end, or was cut short by Ctrl-C.
+    fn ran(name: &'static str, t: Instant, complete: bool) -> Stage {
+        Stage {
+            name,
+            status: if complete { "done" } else { "interrupted" },
+            seconds: t.elapsed().as_secs_f64(),
+            error: (!complete).then(|| bench::INTERRUPTED.to_string()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Clause {
     pub clause: &'static str,
@@ -102,6 +136,16 @@ fn variant(base: &str, precision: &str) -> String {
     match precision {
         "fp32" => base.to_string(),
         p => format!("{base}-{p}"),
+    }
+}
+
+/// The model whose speed (and QPS) is measured: the zoo variant of the speed precision, or
+/// the profile's own file.
+fn speed_model_name(p: &Profile) -> String {
+    if zoo::parse_name(&p.model.name).is_some() {
+        variant(&p.model.name, &p.model.speed_precision)
+    } else {
+        p.model.name.clone()
     }
 }
 
@@ -1244,11 +1288,7 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
             "latency, FPS and telemetry of {} on {backend} (§7.2.3–7.2.6)",
             p.model.speed_precision.to_uppercase()
         ));
-        let name = if zoo::parse_name(&p.model.name).is_some() {
-            variant(&p.model.name, &p.model.speed_precision)
-        } else {
-            p.model.name.clone()
-        };
+        let name = speed_model_name(&p);
         let res = zoo::resolve(Path::new(&name)).and_then(|model| {
             let b = BenchArgs {
                 backend: BackendArgs {
@@ -1308,24 +1348,11 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
                     error: err,
                 });
             }
-            Err(e) => r.stages.push(Stage {
-                name: "speed",
-                status: "failed",
-                seconds: t.elapsed().as_secs_f64(),
-                error: Some(format!("{e:#}")),
-            }),
+            Err(e) => r.stages.push(Stage::failed("speed", t, &e)),
         }
     } else {
-        r.stages.push(Stage {
-            name: "speed",
-            status: if stop.load(Ordering::Relaxed) {
-                "interrupted"
-            } else {
-                "not run"
-            },
-            seconds: 0.0,
-            error: None,
-        });
+        r.stages
+            .push(Stage::skipped("speed", stop.load(Ordering::Relaxed)));
     }
     bar.inc(1);
     save(&r)?;
@@ -1338,40 +1365,16 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
                 "QPS of {} served on {backend} at 127.0.0.1 (§7.2.5)",
                 p.model.speed_precision.to_uppercase()
             ));
-            let name = if zoo::parse_name(&p.model.name).is_some() {
-                variant(&p.model.name, &p.model.speed_precision)
-            } else {
-                p.model.name.clone()
-            };
-            match qps_stage(&name, q, &args.backend, &stop) {
+            match qps_stage(&speed_model_name(&p), q, &args.backend, &stop) {
                 Ok(rep) => {
-                    let status = if rep.complete { "done" } else { "interrupted" };
+                    r.stages.push(Stage::ran("qps", t, rep.complete));
                     r.qps = Some(rep);
-                    r.stages.push(Stage {
-                        name: "qps",
-                        status,
-                        seconds: t.elapsed().as_secs_f64(),
-                        error: (status != "done").then(|| bench::INTERRUPTED.to_string()),
-                    });
                 }
-                Err(e) => r.stages.push(Stage {
-                    name: "qps",
-                    status: "failed",
-                    seconds: t.elapsed().as_secs_f64(),
-                    error: Some(format!("{e:#}")),
-                }),
+                Err(e) => r.stages.push(Stage::failed("qps", t, &e)),
             }
         } else {
-            r.stages.push(Stage {
-                name: "qps",
-                status: if stop.load(Ordering::Relaxed) {
-                    "interrupted"
-                } else {
-                    "not run"
-                },
-                seconds: 0.0,
-                error: None,
-            });
+            r.stages
+                .push(Stage::skipped("qps", stop.load(Ordering::Relaxed)));
         }
         bar.inc(1);
         save(&r)?;
@@ -1422,29 +1425,14 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
             })();
             match res {
                 Ok(rep) => {
-                    let done = rep.runs.iter().all(|x| x.complete);
+                    r.stages
+                        .push(Stage::ran("llm", t, rep.runs.iter().all(|x| x.complete)));
                     r.llm = Some(rep);
-                    r.stages.push(Stage {
-                        name: "llm",
-                        status: if done { "done" } else { "interrupted" },
-                        seconds: t.elapsed().as_secs_f64(),
-                        error: (!done).then(|| bench::INTERRUPTED.to_string()),
-                    });
                 }
-                Err(e) => r.stages.push(Stage {
-                    name: "llm",
-                    status: "failed",
-                    seconds: t.elapsed().as_secs_f64(),
-                    error: Some(format!("{e:#}")),
-                }),
+                Err(e) => r.stages.push(Stage::failed("llm", t, &e)),
             }
         } else {
-            r.stages.push(Stage {
-                name: "llm",
-                status: "interrupted",
-                seconds: 0.0,
-                error: None,
-            });
+            r.stages.push(Stage::skipped("llm", true));
         }
         bar.inc(1);
     }

@@ -539,18 +539,7 @@ fn blocks(v: &Value) -> Vec<Block> {
             let mut t = Table::new(&[
                 "Metric", "average", "max", "min", "P75", "P90", "SLO_P90", "P99", "N",
             ]);
-            for (name, unit) in [
-                ("FirstTokenTime", "ms"),
-                ("DecodeTime", "ms"),
-                ("LastDecodeTime", "ms"),
-                ("MaxDecodeTime", "ms"),
-                ("GenerateTime", "ms"),
-                ("TPOT", "ms"),
-                ("InputTokens", "token"),
-                ("GeneratedTokens", "token"),
-                ("GeneratedTokenSpeed", "token/s"),
-                ("GeneratedCharacters", "char"),
-            ] {
+            for &(name, unit) in crate::report::llm::ORDER {
                 let m = &run["metrics"][name];
                 let f = |k: &str| {
                     m[k].as_f64()

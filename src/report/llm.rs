@@ -8,7 +8,7 @@ use super::{right, table};
 use crate::llm::run::{LlmReport, LlmRun};
 
 /// The metrics in MindIE's order, with their units.
-const ORDER: &[(&str, &str)] = &[
+pub const ORDER: &[(&str, &str)] = &[
     ("FirstTokenTime", "ms"),
     ("DecodeTime", "ms"),
     ("LastDecodeTime", "ms"),
