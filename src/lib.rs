@@ -16,9 +16,11 @@ pub mod load;
 pub mod measure;
 pub mod model;
 pub mod report;
-pub mod rng;
 pub mod server;
+pub mod standard;
 pub mod task;
+pub mod util;
+pub mod zoo;
 
 /// How a command that ran ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -421,7 +421,7 @@ for d in sorted(glob.glob(os.path.join(ref, "test_data_set_*"))):
 print(n, worst)
 "#;
     for m in ["lstm-load-forecast", "mobilenetv2-meter"] {
-        let model = acceval::model::zoo::resolve(Path::new(m)).unwrap();
+        let model = acceval::zoo::resolve(Path::new(m)).unwrap();
         let o = std::process::Command::new(&py)
             .args([
                 "-c",

@@ -11,9 +11,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use acceval::accuracy::io;
-use acceval::backend::tensor::{HostTensor, TensorData};
 use acceval::model::build::{Attr, GraphBuilder, attr, node, tensor_f32};
 use acceval::model::onnx::DataType;
+use acceval::model::tensor::{HostTensor, TensorData};
 use common::*;
 
 const F: DataType = DataType::FLOAT;

@@ -527,7 +527,7 @@ fn harness_is_not_slower_than_a_python_onnxruntime_loop() {
     let Some(py) = python() else { return };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let set = root.join("reference_outputs/mobilenetv2-meter/test_data_set_0");
-    let model = acceval::model::zoo::resolve(Path::new("mobilenetv2-meter")).unwrap();
+    let model = acceval::zoo::resolve(Path::new("mobilenetv2-meter")).unwrap();
     let (mut ours, mut theirs) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..3 {
         let (code, out, err) = acceval(&[

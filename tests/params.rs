@@ -2,12 +2,12 @@
 
 mod common;
 
-use acceval::grade::Level;
 use acceval::model::build::{
     Attr, GraphBuilder, attr, node, tensor_external, tensor_f32, tensor_i64, tensor_zeros,
     value_info,
 };
 use acceval::model::onnx::{DataType, GraphProto};
+use acceval::standard::Level;
 use common::*;
 
 const F: DataType = DataType::FLOAT;

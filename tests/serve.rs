@@ -784,7 +784,7 @@ fn qps_measures_mlserver_and_agrees_with_its_counters() {
     let python = Path::new(&mlserver).with_file_name("python");
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
-    let model = acceval::model::zoo::resolve(Path::new("lstm-load-forecast")).unwrap();
+    let model = acceval::zoo::resolve(Path::new("lstm-load-forecast")).unwrap();
     let (http_port, grpc_port, metrics_port) = (free_port(), free_port(), free_port());
     let made = Command::new(&python)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/mlserver/make_repo.py"))

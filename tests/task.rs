@@ -46,11 +46,7 @@ fn input_sets_are_reproducible() {
         assert_eq!(files.len(), committed.files.len(), "{s}");
         for ((name, bytes, _), c) in files.iter().zip(&committed.files) {
             assert_eq!(name, &c.file);
-            assert_eq!(
-                acceval::model::zoo::sha256_hex(bytes),
-                c.sha256,
-                "{s}/{name}"
-            );
+            assert_eq!(acceval::util::fs::sha256_hex(bytes), c.sha256, "{s}/{name}");
         }
     }
 }

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use acceval::model::onnx::DataType;
-use acceval::model::zoo::{self, Manifest, Precision, arch, yolo};
+use acceval::zoo::{self, Manifest, Precision, arch, yolo};
 use common::*;
 use prost::Message;
 
@@ -49,7 +49,7 @@ fn every_zoo_model_is_reproducible_and_counts_as_its_manifest_says() {
             .find(&name)
             .unwrap_or_else(|| panic!("{name} not in models/zoo.toml"));
         assert_eq!(
-            zoo::sha256_hex(bytes),
+            acceval::util::fs::sha256_hex(bytes),
             rec.sha256,
             "{name}: not reproducible"
         );

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::backend::tensor::TensorData;
+use crate::model::tensor::TensorData;
 
 /// How one output compared.
 #[derive(Debug, Clone, Serialize, PartialEq)]

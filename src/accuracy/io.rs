@@ -10,8 +10,8 @@ use ndarray::ArrayD;
 use ndarray_npy::{NpzReader, NpzWriter, ReadNpyExt};
 use prost::Message;
 
-use crate::backend::tensor::{HostTensor, SUPPORTED_IO_TYPES, TensorData};
 use crate::model::onnx::{DataType, TensorProto};
+use crate::model::tensor::{HostTensor, SUPPORTED_IO_TYPES, TensorData};
 
 #[derive(Debug, thiserror::Error)]
 pub enum IoError {
@@ -270,7 +270,7 @@ pub fn tensor_to_proto(name: &str, data: &TensorData) -> TensorProto {
 /// Writes a serialised `TensorProto` (`output_0.pb`) atomically; returns its bytes.
 pub fn write_pb(path: &Path, name: &str, data: &TensorData) -> Result<Vec<u8>, IoError> {
     let bytes = tensor_to_proto(name, data).encode_to_vec();
-    crate::report::write_atomic(path, &bytes).map_err(|e| IoError::Write {
+    crate::util::fs::write_atomic(path, &bytes).map_err(|e| IoError::Write {
         path: path.to_path_buf(),
         reason: e.to_string(),
     })?;

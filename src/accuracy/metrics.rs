@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use crate::backend::tensor::TensorData;
+use crate::model::tensor::TensorData;
 
 /// The error of one output tensor.
 #[derive(Debug, Clone, Serialize, PartialEq)]

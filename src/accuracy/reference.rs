@@ -12,9 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::accuracy::{io, metrics};
-use crate::backend::tensor::{HostTensor, TensorData};
 use crate::backend::{self, BackendSpec, LoadOptions, SessionInfo};
-use crate::model::zoo::sha256_hex;
+use crate::model::tensor::{HostTensor, TensorData};
 
 pub const MANIFEST: &str = "manifest.toml";
 pub const SCHEMA: &str = "acceval.reference/1";
@@ -258,7 +257,7 @@ pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
                 let bytes = io::write_pb(&d.join(&file), &t.name, &t.data)?;
                 files.push(FileHash {
                     file: format!("{dir}/{file}"),
-                    sha256: sha256_hex(&bytes),
+                    sha256: crate::util::fs::sha256_hex(&bytes),
                     bytes: bytes.len() as u64,
                 });
             }
@@ -280,7 +279,7 @@ pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        model_sha256: sha256_hex(&model_bytes),
+        model_sha256: crate::util::fs::sha256_hex(&model_bytes),
         backend: info.backend.clone(),
         engine: info.engine.clone(),
         options: info.options.clone(),
@@ -297,7 +296,7 @@ pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
         "# Reference outputs written by `acceval reference`; checked by `acceval accuracy`.\n# Do not edit: every file's SHA-256 is verified.\n\n{}",
         toml::to_string(&manifest)?
     );
-    crate::report::write_atomic(&tmp.join(MANIFEST), text.as_bytes())?;
+    crate::util::fs::write_atomic(&tmp.join(MANIFEST), text.as_bytes())?;
     let old = parent.join(format!(".{leaf}.old.{}", std::process::id()));
     if out.exists() {
         std::fs::rename(out, &old)
@@ -410,7 +409,7 @@ impl Reference {
                     path: path.to_path_buf(),
                     what: "the manifest lists it".into(),
                 })?;
-                let actual = sha256_hex(&bytes);
+                let actual = crate::util::fs::sha256_hex(&bytes);
                 if actual != h.sha256 {
                     return Err(RefError::Hash {
                         path: path.to_path_buf(),

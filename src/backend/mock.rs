@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use ndarray::ArrayD;
 
-use super::tensor::{HostTensor, TensorData};
 use super::{
     Availability, Backend, BackendError, BackendSpec, LoadOptions, LoadTimings, Placement, Session,
     SessionInfo,
 };
+use crate::model::tensor::{HostTensor, TensorData};
 
 pub struct MockBackend;
 

@@ -10,7 +10,7 @@
 pub mod acl;
 pub mod mock;
 pub mod ort;
-pub mod tensor;
+
 pub mod tract;
 
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use tensor::HostTensor;
+use crate::model::tensor::HostTensor;
 
 /// `--backend NAME[:PROVIDER][@DEVICE]`, e.g. `cpu`, `ort:cuda@1`, `cuda@0`.
 #[derive(Debug, Clone, PartialEq, Eq)]

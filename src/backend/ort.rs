@@ -22,11 +22,11 @@ use ort::session::Session as OrtSession;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::{DynValue, TensorElementType, ValueType};
 
-use super::tensor::{HostTensor, TensorData};
 use super::{
     Availability, Backend, BackendError, BackendSpec, GraphOpt, LoadOptions, LoadTimings,
     NodePlacement, Placement, Session, SessionInfo,
 };
+use crate::model::tensor::{HostTensor, TensorData};
 
 /// The oldest ONNX Runtime this build can load (ort's `api-24` feature): 1.24, the version of
 /// the `onnxruntime-cann` wheel for Ascend.

@@ -12,12 +12,12 @@ use std::time::Instant;
 
 use tract_onnx::prelude::*;
 
-use super::tensor::{HostTensor, TensorData};
 use super::{
     Availability, Backend, BackendError, BackendSpec, LoadOptions, LoadTimings, NodePlacement,
     Placement, Session, SessionInfo,
 };
 use crate::model::onnx::{DataType, OnnxFile};
+use crate::model::tensor::{HostTensor, TensorData};
 
 /// tract's version, as built.
 pub const TRACT_VERSION: &str = "0.23.9";

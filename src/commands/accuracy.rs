@@ -17,16 +17,16 @@ use crate::Outcome;
 use crate::accuracy::agreement::{self, Agreement};
 use crate::accuracy::metrics::{self, Accumulator, ErrorMetrics};
 use crate::accuracy::reference::{RefManifest, Reference};
-use crate::backend::tensor::TensorData;
 use crate::backend::{self, SessionInfo};
 use crate::cli::{AccuracyArgs, BackendArgs};
-use crate::commands::reference::{references_dir, zoo_identity, zoo_plan};
+use crate::commands::reference::{zoo_identity, zoo_plan};
 use crate::commands::run::{check_input, input_specs, load_options};
-use crate::grade::{self, Level};
 use crate::measure::stats::Summary;
 use crate::model::onnx::OnnxFile;
-use crate::model::zoo::{self, Precision, Task};
+use crate::model::tensor::TensorData;
+use crate::standard::{self, Level};
 use crate::task::detect::DetectParams;
+use crate::zoo::{self, Precision, Task};
 
 /// The definition printed with every figure.
 pub const DEFINITION: &str = "per output: MSE = Σ(output − reference)² / n over every element of every input (f64 sums); max abs error = max |output − reference|; relative L2 = ‖output − reference‖₂ / ‖reference‖₂; cosine = Σ output·reference / (‖output‖₂‖reference‖₂). The worst output's MSE is graded by Table 3 (C4 < 0.01, C3 < 0.1, C2 < 1, C1 < 10). NaN or Inf in any output fails.";
@@ -146,8 +146,8 @@ fn threshold_text(level: Option<Level>) -> String {
             };
             format!(
                 "MSE < {} ({l}); {stricter} needs < {}",
-                grade::accuracy_bound(l),
-                grade::accuracy_bound(stricter)
+                standard::accuracy_bound(l),
+                standard::accuracy_bound(stricter)
             )
         }
         None => "MSE ≥ 10 or not finite: below C1 (< 10)".into(),
@@ -163,7 +163,7 @@ pub fn find_reference(
     let zoo = zoo_identity(model);
     let dir = match (explicit, &zoo) {
         (Some(d), _) => d.to_path_buf(),
-        (None, Some((e, _))) => references_dir().join(e.name),
+        (None, Some((e, _))) => crate::util::paths::references_dir().join(e.name),
         (None, None) => bail!(
             "'{}' is not a zoo model: pass --reference DIR, the FP32 model's reference (make it with `acceval reference --model FP32_MODEL.onnx --inputs ...`)",
             model.display()
@@ -201,13 +201,13 @@ pub fn find_reference(
         })?;
     }
     let r = Reference::open(&dir)?;
-    let sha = zoo::sha256_hex(
+    let sha = crate::util::fs::sha256_hex(
         &std::fs::read(model)
             .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", model.display()))?,
     );
     let relation = match (&r.manifest, &zoo) {
         (Some(m), Some((e, p))) => {
-            let manifest = zoo::Manifest::read(&zoo::models_dir().join("zoo.toml"))?;
+            let manifest = zoo::Manifest::read(&crate::util::paths::models_dir().join("zoo.toml"))?;
             let want = manifest
                 .find(e.name)
                 .map(|x| x.sha256.clone())
@@ -461,7 +461,7 @@ pub fn evaluate(
                 set: set_name(k),
                 source: source(k),
                 mse: worst,
-                level: grade::accuracy_level(worst),
+                level: standard::accuracy_level(worst),
                 outputs: per,
                 agreement: ag,
                 latency_ms: ms,
@@ -492,7 +492,7 @@ pub fn evaluate(
                 name: name.clone(),
                 elem_type: t.clone(),
                 shape: s.clone(),
-                level: grade::accuracy_level(m.mse),
+                level: standard::accuracy_level(m.mse),
                 metrics: m,
             }
         })
@@ -506,7 +506,7 @@ pub fn evaluate(
         .expect("a model has outputs");
     let mse = worst.metrics.mse;
     let level = if nonfinite.is_empty() {
-        grade::accuracy_level(mse)
+        standard::accuracy_level(mse)
     } else {
         None
     };
@@ -527,12 +527,12 @@ pub fn evaluate(
     } else if error.is_some() {
         (Some("FAIL"), Some("the run did not complete".into()))
     } else if let Some(req) = required {
-        if grade::accuracy_meets(level, req) {
+        if standard::accuracy_meets(level, req) {
             (
                 Some("PASS"),
                 Some(format!(
                     "MSE {mse:.4e} < {} ({req} required)",
-                    grade::accuracy_bound(req)
+                    standard::accuracy_bound(req)
                 )),
             )
         } else {
@@ -541,7 +541,7 @@ pub fn evaluate(
                 Some(format!(
                     "MSE {mse:.4e} of output '{}' is not below {} ({req} required)",
                     worst.name,
-                    grade::accuracy_bound(req)
+                    standard::accuracy_bound(req)
                 )),
             )
         }
@@ -555,7 +555,7 @@ pub fn evaluate(
     Ok(AccuracyReport {
         schema: "acceval.accuracy/1",
         model: model.display().to_string(),
-        model_sha256: zoo::sha256_hex(&std::fs::read(model)?),
+        model_sha256: crate::util::fs::sha256_hex(&std::fs::read(model)?),
         precision: zoo_identity(model).map(|(_, p)| p),
         session: session.info().clone(),
         reference: ReferenceInfo {
@@ -616,7 +616,7 @@ pub struct PrecisionTable {
 fn write_json(path: Option<&PathBuf>, value: &impl Serialize) -> anyhow::Result<()> {
     if let Some(p) = path {
         let bytes = serde_json::to_vec_pretty(value)?;
-        crate::report::write_atomic(p, &bytes)
+        crate::util::fs::write_atomic(p, &bytes)
             .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", p.display()))?;
     }
     Ok(())

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,6 @@ use anyhow::{Context, bail};
 use serde::Serialize;
 
 use crate::Outcome;
-use crate::backend::tensor::{HostTensor, TensorData};
 use crate::backend::{self, SessionInfo};
 use crate::cli::BenchArgs;
 use crate::commands::reference::zoo_identity;
@@ -25,7 +24,8 @@ use crate::commands::run::{InputsPath, gather_inputs, input_specs, inputs_path, 
 use crate::measure::harness::{self, Measured, Policy, Validity};
 use crate::measure::stats::{PercentileSupport, Summary, percentile_support};
 use crate::measure::telemetry::{self, TelemetrySummary};
-use crate::model::zoo::{self, Task};
+use crate::model::tensor::{HostTensor, TensorData};
+use crate::zoo::{self, Task};
 
 /// One timed figure with its definition.
 #[derive(Debug, Clone, Serialize)]
@@ -137,15 +137,6 @@ fn stage_def(name: &str) -> &'static str {
     }
 }
 
-/// The stop flag, set by SIGINT/SIGTERM.
-pub fn stop_flag() -> Arc<AtomicBool> {
-    let f = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register(sig, Arc::clone(&f));
-    }
-    f
-}
-
 fn bytes_of(t: &[HostTensor]) -> u64 {
     t.iter()
         .map(|x| {
@@ -195,7 +186,7 @@ fn read_files(path: &Path, exts: &[&str]) -> anyhow::Result<Vec<(String, Vec<u8>
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
-    let report = measure(&args, &stop_flag())?;
+    let report = measure(&args, &crate::util::signal::stop_flag())?;
     write_exports(&args, &report)?;
     let mut o = std::io::stdout().lock();
     if args.json {
@@ -204,7 +195,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
     } else {
         crate::report::bench::write_text(&mut o, &report)?;
     }
-    if let (Some(e), false) = (&report.error, report.error.as_deref() == Some(INTERRUPTED)) {
+    if let (Some(e), false) = (
+        &report.error,
+        report.error.as_deref() == Some(crate::util::signal::INTERRUPTED),
+    ) {
         bail!(
             "{e}: {} samples were measured before it{}",
             report.samples,
@@ -221,9 +215,6 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         Outcome::NotCompliant
     })
 }
-
-/// The error of an interrupted run.
-pub const INTERRUPTED: &str = "interrupted (Ctrl-C)";
 
 /// Runs the whole measurement of `args` (no output); `stop` ends it early.
 pub fn measure(args: &BenchArgs, stop: &AtomicBool) -> anyhow::Result<BenchReport> {
@@ -553,7 +544,7 @@ pub fn measure(args: &BenchArgs, stop: &AtomicBool) -> anyhow::Result<BenchRepor
     let report = BenchReport {
         schema: "acceval.bench/1",
         model: model.display().to_string(),
-        model_sha256: zoo::sha256_hex(&std::fs::read(&model)?),
+        model_sha256: crate::util::fs::sha256_hex(&std::fs::read(&model)?),
         mode: if model_only { "model-only" } else { "pipeline" },
         task: if model_only { None } else { task },
         session: info,
@@ -600,10 +591,11 @@ pub fn measure(args: &BenchArgs, stop: &AtomicBool) -> anyhow::Result<BenchRepor
         samples: measured.samples.len(),
         wall_s: measured.wall_s,
         complete: !measured.interrupted && measured.error.is_none(),
-        error: measured
-            .error
-            .clone()
-            .or_else(|| measured.interrupted.then(|| INTERRUPTED.to_string())),
+        error: measured.error.clone().or_else(|| {
+            measured
+                .interrupted
+                .then(|| crate::util::signal::INTERRUPTED.to_string())
+        }),
         raw: measured.samples,
         stage_names,
         recording,
@@ -814,7 +806,7 @@ fn repeat_batch(data: &TensorData, b: usize) -> anyhow::Result<TensorData> {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    crate::report::write_atomic(path, bytes)
+    crate::util::fs::write_atomic(path, bytes)
         .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", path.display()))
 }
 

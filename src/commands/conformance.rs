@@ -39,7 +39,7 @@ pub fn run(args: ConformanceArgs) -> anyhow::Result<Outcome> {
     bar.finish_and_clear();
     if let Some(path) = &args.export_json {
         let bytes = serde_json::to_vec_pretty(&report)?;
-        crate::report::write_atomic(path, &bytes)
+        crate::util::fs::write_atomic(path, &bytes)
             .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", path.display()))?;
     }
     let mut out = std::io::stdout().lock();

@@ -21,8 +21,8 @@ use crate::cli::{BackendArgs, BenchArgs, GradeArgs};
 use crate::commands::accuracy::{self, AccuracyReport, EvalOptions};
 use crate::commands::bench::{self, BenchReport};
 use crate::grade::profile::{self, Profile};
-use crate::grade::{self, Level};
-use crate::model::zoo;
+use crate::standard::{self, Level};
+use crate::zoo;
 
 pub const SCHEMA: &str = "acceval.report/1";
 /// The JSON Schema of `report.json` (committed; `verify` checks against it).
@@ -67,7 +67,7 @@ impl Stage {
             name,
             status: if complete { "done" } else { "interrupted" },
             seconds: t.elapsed().as_secs_f64(),
-            error: (!complete).then(|| bench::INTERRUPTED.to_string()),
+            error: (!complete).then(|| crate::util::signal::INTERRUPTED.to_string()),
         }
     }
 }
@@ -341,15 +341,15 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
     ));
     // §6.2 h: Tables 1 and 2.
     if let Some(a) = &r.analysis {
-        let t1 = grade::size_level(mb(a.params.bytes));
-        let t2 = a.gflops.and_then(grade::size_level);
+        let t1 = standard::size_level(mb(a.params.bytes));
+        let t2 = a.gflops.and_then(standard::size_level);
         c.push(clause(
             "§6.2 h",
             "Model size (Table 1)",
             "grade the parameter size: C1 ≥ 1000 MB, C2 ≥ 100, C3 ≥ 10, C4 > 0",
             format!(
                 "{} parameters, {:.3} MB → {}",
-                crate::report::thousands(a.params.count),
+                crate::util::fmt::thousands(a.params.count),
                 mb(a.params.bytes),
                 t1.map(|l| l.to_string())
                     .unwrap_or_else(|| "no level".into())
@@ -365,7 +365,7 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
             match (a.macs, a.gflops) {
                 (Some(m), Some(g)) => format!(
                     "{} MACs, {g:.3} GFLOPs → {}",
-                    crate::report::thousands(m),
+                    crate::util::fmt::thousands(m),
                     t2.map(|l| l.to_string())
                         .unwrap_or_else(|| "no level".into())
                 ),
@@ -392,7 +392,7 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
         let (measured, verdict, reason) = match (a, err) {
             (Some(a), _)
                 if a.complete
-                    && grade::accuracy_meets(a.level, p.accuracy.required)
+                    && standard::accuracy_meets(a.level, p.accuracy.required)
                     && a.nonfinite.is_empty() =>
             {
                 (
@@ -932,15 +932,15 @@ fn to_json(
         (Some(path), Some(a)) => json!({
             "name": p.model.name,
             "file": path.display().to_string(),
-            "sha256": zoo::sha256_hex(&std::fs::read(path)?),
+            "sha256": crate::util::fs::sha256_hex(&std::fs::read(path)?),
             "params": a.params.count,
             "params_bytes": a.params.bytes,
             "params_mb": mb(a.params.bytes),
-            "table1_level": grade::size_level(mb(a.params.bytes)),
+            "table1_level": standard::size_level(mb(a.params.bytes)),
             "macs": a.macs,
             "flops": a.flops,
             "gflops": a.gflops,
-            "table2_level": a.gflops.and_then(grade::size_level),
+            "table2_level": a.gflops.and_then(standard::size_level),
         }),
         _ => Value::Null,
     };
@@ -989,7 +989,7 @@ fn to_json(
         "created_utc": created,
         "command_line": std::env::args().collect::<Vec<_>>(),
         "profile_file": profile_file.display().to_string(),
-        "profile_sha256": zoo::sha256_hex(&std::fs::read(profile_file)?),
+        "profile_sha256": crate::util::fs::sha256_hex(&std::fs::read(profile_file)?),
         "profile": p,
         "policy_overridden": args.runs.is_some() || args.duration.is_some(),
         "backend": backend,
@@ -1010,7 +1010,7 @@ fn to_json(
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
-    crate::report::write_atomic(&dir.join(name), bytes)
+    crate::util::fs::write_atomic(&dir.join(name), bytes)
         .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", dir.join(name).display()))
 }
 
@@ -1082,22 +1082,22 @@ fn write_all(
     }
     let hash = |f: &str| -> anyhow::Result<Value> {
         let b = std::fs::read(dir.join(f))?;
-        Ok(json!({"file": f, "sha256": zoo::sha256_hex(&b), "bytes": b.len()}))
+        Ok(json!({"file": f, "sha256": crate::util::fs::sha256_hex(&b), "bytes": b.len()}))
     };
     let mut inputs = Vec::new();
     let mut references = Vec::new();
     if let Some((e, _)) = zoo::parse_name(&p.model.name) {
-        let m = crate::task::inputs::inputs_dir()
+        let m = crate::util::paths::inputs_dir()
             .join(e.input_set)
             .join("manifest.toml");
         if let Ok(b) = std::fs::read(&m) {
-            inputs.push(json!({"file": m.display().to_string(), "sha256": zoo::sha256_hex(&b), "note": "the input set's manifest: SHA-256 of every input file"}));
+            inputs.push(json!({"file": m.display().to_string(), "sha256": crate::util::fs::sha256_hex(&b), "note": "the input set's manifest: SHA-256 of every input file"}));
         }
     }
     for a in &r.accuracy {
         let m = Path::new(&a.reference.dir).join(crate::accuracy::reference::MANIFEST);
         if let Ok(b) = std::fs::read(&m) {
-            let v = json!({"file": m.display().to_string(), "sha256": zoo::sha256_hex(&b), "note": "the reference's manifest: SHA-256 of its model and every .pb"});
+            let v = json!({"file": m.display().to_string(), "sha256": crate::util::fs::sha256_hex(&b), "note": "the reference's manifest: SHA-256 of its model and every .pb"});
             if !references.contains(&v) {
                 references.push(v);
             }
@@ -1161,7 +1161,7 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
         ))
     });
     std::fs::create_dir_all(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
-    let stop = bench::stop_flag();
+    let stop = crate::util::signal::stop_flag();
     let mut r = Run::default();
     let bar = indicatif::ProgressBar::new(4 + p.qps.is_some() as u64 + p.llm.is_some() as u64);
     bar.set_style(
@@ -1333,7 +1333,7 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
             Ok((s, m)) => {
                 let status = if s.complete {
                     "done"
-                } else if s.error.as_deref() == Some(bench::INTERRUPTED) {
+                } else if s.error.as_deref() == Some(crate::util::signal::INTERRUPTED) {
                     "interrupted"
                 } else {
                     "failed"
@@ -1541,7 +1541,7 @@ pub fn verify(dir: &Path) -> anyhow::Result<Outcome> {
         let want = f["sha256"].as_str().unwrap_or("");
         match std::fs::read(dir.join(name)) {
             Ok(b) => {
-                let got = zoo::sha256_hex(&b);
+                let got = crate::util::fs::sha256_hex(&b);
                 if got == want {
                     ok += 1;
                 } else {
@@ -1618,7 +1618,7 @@ pub fn profile_command(c: crate::cli::ProfileCommand) -> anyhow::Result<Outcome>
             Ok(Outcome::Ok)
         }
         crate::cli::ProfileCommand::List => {
-            let dir = profile::profiles_dir();
+            let dir = crate::util::paths::profiles_dir();
             let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "toml"))

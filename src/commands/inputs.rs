@@ -7,7 +7,7 @@ use crate::cli::{InputsArgs, InputsCommand};
 use crate::task::inputs::{self, InputManifest, SETS};
 
 pub fn run(args: InputsArgs) -> anyhow::Result<Outcome> {
-    let dir = inputs::inputs_dir();
+    let dir = crate::util::paths::inputs_dir();
     match args.command {
         InputsCommand::List => {
             for s in &SETS {
@@ -61,7 +61,7 @@ pub fn run(args: InputsArgs) -> anyhow::Result<Outcome> {
                     }
                     // Writing the set rewrote the manifest; keep the committed one.
                     let text = toml::to_string_pretty(&c)?;
-                    crate::report::write_atomic(&path, text.as_bytes())?;
+                    crate::util::fs::write_atomic(&path, text.as_bytes())?;
                 }
                 let bytes: u64 = built.files.iter().map(|f| f.bytes).sum();
                 eprintln!(

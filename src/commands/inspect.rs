@@ -5,7 +5,7 @@ use crate::cli::InspectArgs;
 use crate::{model, report};
 
 pub fn run(args: InspectArgs) -> anyhow::Result<Outcome> {
-    let path = model::zoo::resolve(&args.model)?;
+    let path = crate::zoo::resolve(&args.model)?;
     let analysis = model::analyse(&path, &args.inputs)?;
     let mut out = std::io::stdout().lock();
     if args.json {

@@ -10,29 +10,16 @@ use crate::Outcome;
 use crate::accuracy::io;
 use crate::accuracy::reference::{self, Plan, RefInput, RefManifest};
 use crate::backend::BackendSpec;
-use crate::backend::tensor::{HostTensor, TensorData};
 use crate::cli::ReferenceArgs;
 use crate::commands::run::{InputSpec, check_input, input_specs};
-use crate::model::zoo::{self, Entry, Precision, Task};
-
-/// The `reference_outputs/` folder: `$ACCEVAL_REFERENCES`, else `./reference_outputs` when
-/// it exists, else the one of the source tree acceval was built from.
-pub fn references_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("ACCEVAL_REFERENCES") {
-        return PathBuf::from(d);
-    }
-    let local = PathBuf::from("reference_outputs");
-    if local.is_dir() {
-        return local;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reference_outputs")
-}
+use crate::model::tensor::{HostTensor, TensorData};
+use crate::zoo::{self, Entry, Precision, Task};
 
 /// The zoo entry and variant of a model file, when its name and SHA-256 are the zoo's.
 pub fn zoo_identity(model: &Path) -> Option<(Entry, Precision)> {
     let stem = model.file_stem()?.to_str()?;
     let (entry, precision) = zoo::parse_name(stem)?;
-    let manifest = zoo::Manifest::read(&zoo::models_dir().join("zoo.toml")).ok()?;
+    let manifest = zoo::Manifest::read(&crate::util::paths::models_dir().join("zoo.toml")).ok()?;
     let m = manifest.find(stem)?;
     zoo::file_matches(model, &m.sha256).then_some((entry, precision))
 }
@@ -186,7 +173,7 @@ fn user_inputs(
                     "none (arrays as given)".into(),
                     vec![RefInput {
                         source: path.display().to_string(),
-                        source_sha256: Some(zoo::sha256_hex(&std::fs::read(path)?)),
+                        source_sha256: Some(crate::util::fs::sha256_hex(&std::fs::read(path)?)),
                         tensors,
                     }],
                 ))
@@ -363,7 +350,7 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| references_dir().join(&name));
+        .unwrap_or_else(|| crate::util::paths::references_dir().join(&name));
     let bar = indicatif::ProgressBar::new_spinner();
     bar.set_message(format!(
         "computing {} reference outputs of {name} on {}{}",

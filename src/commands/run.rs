@@ -11,13 +11,13 @@ use serde::Serialize;
 
 use crate::Outcome;
 use crate::accuracy::io;
-use crate::backend::tensor::{HostTensor, SUPPORTED_IO_TYPES, TensorData};
 use crate::backend::{self, BackendSpec, LoadOptions, LoadTimings, Placement, SessionInfo};
 use crate::cli::{BackendArgs, RunArgs};
 use crate::measure::stats::Summary;
 use crate::model::InputShape;
 use crate::model::onnx::{DataType, OnnxFile};
 use crate::model::shape::Dim;
+use crate::model::tensor::{HostTensor, SUPPORTED_IO_TYPES, TensorData};
 
 /// One model input as the model declares it.
 #[derive(Debug, Clone)]
@@ -422,7 +422,7 @@ pub fn inputs_path(path: &Path, specs: &[InputSpec]) -> anyhow::Result<InputsPat
 }
 
 pub fn run(mut args: RunArgs) -> anyhow::Result<Outcome> {
-    let model = crate::model::zoo::resolve(&args.model)?;
+    let model = crate::zoo::resolve(&args.model)?;
     let specs = input_specs(&model)?;
     if let Some(p) = args.inputs_path.clone() {
         match inputs_path(&p, &specs)? {
@@ -500,7 +500,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<Outcome> {
 pub struct TaskReport {
     pub schema: &'static str,
     pub model: String,
-    pub task: crate::model::zoo::Task,
+    pub task: crate::zoo::Task,
     pub session: SessionInfo,
     pub load: LoadTimings,
     /// False when a file of the batch failed: `runs` then holds the ones before it.
@@ -537,7 +537,7 @@ fn image_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 fn run_task(args: &RunArgs, model: &Path) -> anyhow::Result<Outcome> {
-    use crate::model::zoo::{self, Task};
+    use crate::zoo::{self, Task};
     let specs = input_specs(model)?;
     let [input] = specs.as_slice() else {
         bail!(
@@ -547,11 +547,10 @@ fn run_task(args: &RunArgs, model: &Path) -> anyhow::Result<Outcome> {
     };
     // The zoo knows its models' task and labels; other models name their task.
     let stem = model.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-    let manifest = zoo::Manifest::read(&zoo::models_dir().join("zoo.toml")).ok();
-    let entry = manifest
-        .as_ref()
-        .and_then(|m| m.find(stem))
-        .filter(|e| std::fs::read(model).is_ok_and(|b| zoo::sha256_hex(&b) == e.sha256));
+    let manifest = zoo::Manifest::read(&crate::util::paths::models_dir().join("zoo.toml")).ok();
+    let entry = manifest.as_ref().and_then(|m| m.find(stem)).filter(|e| {
+        std::fs::read(model).is_ok_and(|b| crate::util::fs::sha256_hex(&b) == e.sha256)
+    });
     let task = match (args.task, entry) {
         (Some(t), _) => t,
         (None, Some(e)) => e.task,
@@ -618,7 +617,7 @@ fn run_task(args: &RunArgs, model: &Path) -> anyhow::Result<Outcome> {
     // What was measured is kept, marked incomplete, before the error is reported.
     if let Some(path) = &args.output {
         let bytes = serde_json::to_vec_pretty(&report)?;
-        crate::report::write_atomic(path, &bytes)
+        crate::util::fs::write_atomic(path, &bytes)
             .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", path.display()))?;
     }
     if let Some(e) = error {

@@ -6,10 +6,10 @@ use anyhow::bail;
 
 use crate::Outcome;
 use crate::cli::{ZooArgs, ZooCommand};
-use crate::model::zoo::{self, Manifest, ManifestModel};
+use crate::zoo::{self, Manifest, ManifestModel};
 
 pub fn run(args: ZooArgs) -> anyhow::Result<Outcome> {
-    let dir = zoo::models_dir();
+    let dir = crate::util::paths::models_dir();
     let manifest_path = dir.join("zoo.toml");
     match args.command {
         ZooCommand::List { json } => {
@@ -78,7 +78,7 @@ pub fn run(args: ZooArgs) -> anyhow::Result<Outcome> {
                 m.models
                     .sort_by_key(|x| order.iter().position(|n| *n == x.name));
                 let text = toml::to_string_pretty(&m)?;
-                crate::report::write_atomic(
+                crate::util::fs::write_atomic(
                     &manifest_path,
                     format!("{}{text}", zoo::MANIFEST_HEADER).as_bytes(),
                 )?;

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::accuracy::{compare, io};
-use crate::backend::tensor::HostTensor;
 use crate::backend::{self, BackendSpec, LoadOptions};
 use crate::model::onnx::{DataType, OnnxFile};
+use crate::model::tensor::HostTensor;
 
 /// How one case ended.
 #[derive(Debug, Clone, Serialize, PartialEq)]

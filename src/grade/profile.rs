@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::Level;
+use crate::standard::Level;
 
 pub const SCHEMA: &str = "acceval.profile/1";
 
@@ -242,7 +242,7 @@ pub fn locate(arg: &str) -> anyhow::Result<PathBuf> {
     if p.is_file() {
         return Ok(p.to_path_buf());
     }
-    let dir = profiles_dir();
+    let dir = crate::util::paths::profiles_dir();
     let shipped = dir.join(format!("{arg}.toml"));
     if shipped.is_file() {
         return Ok(shipped);
@@ -262,18 +262,6 @@ pub fn locate(arg: &str) -> anyhow::Result<PathBuf> {
         "profile '{arg}' is neither a file nor a shipped profile; shipped: {}",
         names.join(", ")
     )
-}
-
-/// `profiles/`: `$ACCEVAL_PROFILES`, `./profiles`, else the source tree's.
-pub fn profiles_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("ACCEVAL_PROFILES") {
-        return PathBuf::from(d);
-    }
-    let local = PathBuf::from("profiles");
-    if local.join("line-inspection-realtime.toml").is_file() {
-        return local;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles")
 }
 
 impl Profile {

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use crate::rng::SplitMix64;
+use crate::util::rng::SplitMix64;
 
 /// One request to send.
 #[derive(Debug, Clone, PartialEq)]

@@ -664,7 +664,7 @@ fn summarise(
 /// `acceval llm`.
 /// `acceval llm`.
 pub fn run(args: LlmArgs) -> anyhow::Result<crate::Outcome> {
-    let stop = crate::commands::bench::stop_flag();
+    let stop = crate::util::signal::stop_flag();
     let report = measure(&args, &stop)?;
     {
         use std::io::Write;
@@ -878,7 +878,7 @@ pub fn write_files(dir: &std::path::Path, r: &LlmReport) -> anyhow::Result<Vec<P
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create '{}'", dir.display()))?;
     let mut written = Vec::new();
     let mut put = |p: PathBuf, bytes: &[u8]| -> anyhow::Result<()> {
-        crate::report::write_atomic(&p, bytes)?;
+        crate::util::fs::write_atomic(&p, bytes)?;
         written.push(p);
         Ok(())
     };

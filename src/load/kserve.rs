@@ -7,8 +7,8 @@
 use ndarray::{ArrayD, IxDyn};
 use serde_json::{Map, Value, json};
 
-use crate::backend::tensor::{HostTensor, TensorData};
 use crate::model::onnx::DataType;
+use crate::model::tensor::{HostTensor, TensorData};
 
 /// The request/response header that announces binary tensor data.
 pub const HEADER_LENGTH: &str = "inference-header-content-length";

@@ -25,9 +25,9 @@ use serde::Serialize;
 use super::client::{self, Client, Outcome, Target};
 use super::kserve;
 use super::slo::{self, Bound};
-use crate::backend::tensor::{HostTensor, TensorData};
 use crate::cli::{Arrival, LoadMode, QpsArgs};
 use crate::measure::stats::Summary;
+use crate::model::tensor::{HostTensor, TensorData};
 
 /// Definitions printed with every result.
 pub const DEFINITIONS: &[(&str, &str)] = &[
@@ -243,12 +243,10 @@ fn request_bodies(
             format!("the request body in {}", f.display()),
         ));
     }
-    if let Some((entry, _)) =
-        crate::model::zoo::parse_name(&crate::model::zoo::canonical_name(&args.model))
-    {
-        let model = crate::model::zoo::resolve(std::path::Path::new(&args.model))?;
+    if let Some((entry, _)) = crate::zoo::parse_name(&crate::zoo::canonical_name(&args.model)) {
+        let model = crate::zoo::resolve(std::path::Path::new(&args.model))?;
         let specs = crate::commands::run::input_specs(&model)?;
-        let set = crate::model::zoo::input_set_tensors(&entry)?;
+        let set = crate::zoo::input_set_tensors(&entry)?;
         let name = specs.first().map(|s| s.name.clone()).unwrap_or_default();
         let bodies = set
             .iter()
@@ -353,7 +351,7 @@ async fn get_json(
 
 /// Arrival offsets from the start, seconds.
 pub fn schedule(arrival: Arrival, rate: f64, n: usize, seed: u64) -> Vec<f64> {
-    let mut rng = crate::rng::SplitMix64(seed);
+    let mut rng = crate::util::rng::SplitMix64(seed);
     let mut t = 0.0;
     (0..n)
         .map(|_| {
@@ -992,7 +990,7 @@ pub async fn check_first(p: &Plan, client: &Client) -> Result<String, String> {
 
 /// `acceval qps`.
 pub fn run(args: QpsArgs) -> anyhow::Result<crate::Outcome> {
-    let stop = crate::commands::bench::stop_flag();
+    let stop = crate::util::signal::stop_flag();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -1051,7 +1049,7 @@ pub fn write_files(dir: &std::path::Path, r: &QpsReport) -> anyhow::Result<Vec<P
     let mut written = Vec::new();
     for (name, bytes) in files {
         let p = dir.join(name);
-        crate::report::write_atomic(&p, &bytes)?;
+        crate::util::fs::write_atomic(&p, &bytes)?;
         written.push(p);
     }
     Ok(written)

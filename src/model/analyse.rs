@@ -15,7 +15,7 @@ use super::cost::{self, Cost, NoCost};
 use super::onnx::{DataType, GraphProto, LoadError, NodeProto, OnnxFile, ValueInfoProto};
 use super::params::{self, ParamSummary, ShapeTensors};
 use super::shape::{self, Contradiction, Dim, Fact, NodeIn, Shape};
-use crate::grade::{Level, size_level};
+use crate::standard::{Level, size_level};
 
 /// A concrete shape given on the command line for one input (`--input name:1x3x224x224`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,6 +10,6 @@ pub mod cost;
 pub mod onnx;
 pub mod params;
 pub mod shape;
-pub mod zoo;
+pub mod tensor;
 
 pub use analyse::{AnalyseError, Analysis, InputShape, analyse};

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use crate::commands::accuracy::{AccuracyReport, PrecisionTable};
-use crate::grade::Level;
+use crate::standard::Level;
 
 /// An error figure: 4 significant digits, "n/a: not finite" for NaN.
 pub fn e(v: f64) -> String {
@@ -64,7 +64,7 @@ pub fn write_text(o: &mut impl Write, r: &AccuracyReport) -> std::io::Result<()>
         t.add_row(vec![
             x.name.clone(),
             format!("{} {:?}", x.elem_type, x.shape),
-            super::thousands(m.elements),
+            crate::util::fmt::thousands(m.elements),
             e(m.mse),
             e(m.max_abs_error),
             e(m.rel_l2_error),

@@ -5,9 +5,10 @@
 
 use std::io::Write;
 
-use super::{right, table, thousands};
+use super::{right, table};
 use crate::model::Analysis;
 use crate::model::shape::shape_str;
+use crate::util::fmt::thousands;
 
 /// What the table view shows beyond the default.
 #[derive(Debug, Clone, Default)]

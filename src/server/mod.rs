@@ -26,11 +26,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
-use crate::backend::tensor::{HostTensor, TensorData};
 use crate::backend::{self, BackendSpec, LoadOptions};
 use crate::commands::run::{InputSpec, input_specs, output_specs};
 use crate::load::kserve;
 use crate::model::shape::Dim;
+use crate::model::tensor::{HostTensor, TensorData};
 pub use metrics::Metrics;
 
 /// What `serve` needs, resolved from the command line (or set by `grade`).
@@ -102,7 +102,7 @@ pub fn config(args: &crate::cli::ServeArgs) -> anyhow::Result<Config> {
     if args.instances == 0 || args.max_batch == 0 || args.max_inflight == 0 {
         bail!("--instances, --max-batch and --max-inflight must be at least 1");
     }
-    let model = crate::model::zoo::resolve(&args.model)?;
+    let model = crate::zoo::resolve(&args.model)?;
     let specs = input_specs(&model)?;
     let mut shapes = Vec::with_capacity(specs.len());
     for s in &specs {
@@ -142,7 +142,7 @@ pub fn config(args: &crate::cli::ServeArgs) -> anyhow::Result<Config> {
     let name = args.name.clone().unwrap_or_else(|| {
         let s = args.model.to_string_lossy();
         if !args.model.exists() {
-            crate::model::zoo::canonical_name(&s)
+            crate::zoo::canonical_name(&s)
         } else {
             model
                 .file_stem()

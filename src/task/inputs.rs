@@ -7,12 +7,12 @@
 //! SHA-256. The drawing primitives are written here: four shapes do not justify
 //! `imageproc` and its dependencies.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use image::{ImageFormat, Rgb, RgbImage};
 use serde::{Deserialize, Serialize};
 
-use crate::rng::{SplitMix64, seed_of};
+use crate::util::rng::{SplitMix64, seed_of};
 
 /// An input set.
 pub struct Set {
@@ -486,13 +486,6 @@ pub fn generate(set: &str) -> Option<Vec<Generated>> {
     })
 }
 
-/// The folder of input sets: `$ACCEVAL_INPUTS`, else `inputs/` beside `models/`.
-pub fn inputs_dir() -> PathBuf {
-    std::env::var_os("ACCEVAL_INPUTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::model::zoo::models_dir().with_file_name("inputs"))
-}
-
 /// Writes set `name` into `dir/name/` with its manifest.
 pub fn write_set(name: &str, dir: &Path) -> anyhow::Result<InputManifest> {
     let set = SETS.iter().find(|s| s.name == name).ok_or_else(|| {
@@ -511,9 +504,9 @@ pub fn write_set(name: &str, dir: &Path) -> anyhow::Result<InputManifest> {
         files: Vec::new(),
     };
     for (file, bytes, dims) in files {
-        crate::report::write_atomic(&out.join(&file), &bytes)?;
+        crate::util::fs::write_atomic(&out.join(&file), &bytes)?;
         manifest.files.push(InputFile {
-            sha256: crate::model::zoo::sha256_hex(&bytes),
+            sha256: crate::util::fs::sha256_hex(&bytes),
             bytes: bytes.len() as u64,
             width: dims.map(|d| d.0),
             height: dims.map(|d| d.1),
@@ -521,7 +514,7 @@ pub fn write_set(name: &str, dir: &Path) -> anyhow::Result<InputManifest> {
         });
     }
     let text = toml::to_string_pretty(&manifest)?;
-    crate::report::write_atomic(&out.join("manifest.toml"), text.as_bytes())?;
+    crate::util::fs::write_atomic(&out.join("manifest.toml"), text.as_bytes())?;
     Ok(manifest)
 }
 

@@ -16,8 +16,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::backend::Session;
-use crate::backend::tensor::{HostTensor, TensorData};
-use crate::model::zoo::Task;
+use crate::model::tensor::{HostTensor, TensorData};
+pub use crate::report::schema::Task;
 
 /// What a pipeline needs to know about its model.
 #[derive(Debug, Clone)]
@@ -101,7 +101,7 @@ pub fn prepare_inputs(
 ) -> anyhow::Result<Vec<PreparedInput>> {
     let mut out = Vec::new();
     for (name, bytes) in files {
-        let sha = crate::model::zoo::sha256_hex(bytes);
+        let sha = crate::util::fs::sha256_hex(bytes);
         match task {
             Task::Forecasting => {
                 let dir = tempfile_dir()?;

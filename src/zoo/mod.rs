@@ -14,43 +14,16 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::model::onnx::{DataType, ModelProto};
 
-/// What a zoo model does with its output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Task {
-    Classification,
-    Detection,
-    Forecasting,
-}
+pub use crate::report::schema::{Precision, Task};
 
-/// A numeric precision variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    Fp32,
-    Fp16,
-    /// INT8 QDQ: weights per-channel symmetric, activations per-tensor, calibrated on the
-    /// model's input set.
-    Int8,
-}
-
-impl Precision {
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Precision::Fp32 => "",
-            Precision::Fp16 => "-fp16",
-            Precision::Int8 => "-int8",
-        }
-    }
-    fn dtype(self) -> DataType {
-        match self {
-            Precision::Fp32 | Precision::Int8 => DataType::FLOAT,
-            Precision::Fp16 => DataType::FLOAT16,
-        }
+/// The element type a variant stores its weights in.
+fn dtype_of(p: Precision) -> DataType {
+    match p {
+        Precision::Fp32 | Precision::Int8 => DataType::FLOAT,
+        Precision::Fp16 => DataType::FLOAT16,
     }
 }
 
@@ -203,7 +176,7 @@ pub fn build(e: &Entry, p: Precision) -> Vec<u8> {
     // Weights are seeded by the architecture's name, so every precision variant holds the
     // same weights (rounded to its type).
     let calibration = (p == Precision::Int8).then(|| calibrate(e));
-    let mut m = (e.build)(e.name, p.dtype(), calibration);
+    let mut m = (e.build)(e.name, dtype_of(p), calibration);
     if let Some(g) = m.graph.as_mut() {
         g.name = format!("{}{}", e.name, p.suffix());
     }
@@ -215,11 +188,6 @@ pub fn build(e: &Entry, p: Precision) -> Vec<u8> {
 
 /// Bumped when model generation changes (and with it every hash in the manifest).
 pub const ZOO_VERSION: u32 = 1;
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let d = Sha256::digest(bytes);
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// One line of `models/zoo.toml`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -266,25 +234,12 @@ impl Manifest {
     }
 }
 
-/// The `models/` folder holding `zoo.toml`: `$ACCEVAL_MODELS`, else `./models` when it has
-/// the manifest, else the one of the source tree acceval was built from.
-pub fn models_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("ACCEVAL_MODELS") {
-        return PathBuf::from(d);
-    }
-    let local = PathBuf::from("models");
-    if local.join("zoo.toml").is_file() {
-        return local;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models")
-}
-
 /// The comment at the top of `models/zoo.toml`.
 pub const MANIFEST_HEADER: &str = "# The acceval model zoo: written by `acceval zoo build --update-manifest`.\n# Every model is generated from a fixed seed; `sha256` is the same on every machine and\n# `acceval zoo build` refuses a file that differs. params / macs are what `acceval inspect`\n# counts; `reference` says how they relate to the architecture's published numbers.\n\n";
 
 /// Whether `path` exists with SHA-256 `sha`.
 pub fn file_matches(path: &Path, sha: &str) -> bool {
-    std::fs::read(path).is_ok_and(|b| sha256_hex(&b) == sha)
+    std::fs::read(path).is_ok_and(|b| crate::util::fs::sha256_hex(&b) == sha)
 }
 
 /// Builds a model into `dir`, checks it against the manifest entry `expected` (unless
@@ -298,7 +253,7 @@ pub fn build_to(
 ) -> anyhow::Result<ManifestModel> {
     let name = format!("{}{}", e.name, p.suffix());
     let bytes = build(e, p);
-    let sha = sha256_hex(&bytes);
+    let sha = crate::util::fs::sha256_hex(&bytes);
     if !update {
         match expected {
             None => anyhow::bail!(
@@ -314,7 +269,7 @@ pub fn build_to(
     std::fs::create_dir_all(dir)
         .map_err(|err| anyhow::anyhow!("cannot create '{}': {err}", dir.display()))?;
     let path = dir.join(format!("{name}.onnx"));
-    crate::report::write_atomic(&path, &bytes)
+    crate::util::fs::write_atomic(&path, &bytes)
         .map_err(|err| anyhow::anyhow!("cannot write '{}': {err}", path.display()))?;
     let a = crate::model::analyse(&path, &[])?;
     Ok(ManifestModel {
@@ -358,7 +313,7 @@ pub fn resolve(arg: &Path) -> anyhow::Result<PathBuf> {
             all_names().join(", ")
         );
     };
-    let dir = models_dir();
+    let dir = crate::util::paths::models_dir();
     let path = dir.join(format!("{name}.onnx"));
     let manifest = Manifest::read(&dir.join("zoo.toml"))?;
     let expected = manifest.find(name);
@@ -384,7 +339,7 @@ pub fn resolve(arg: &Path) -> anyhow::Result<PathBuf> {
 /// Calibrates the INT8 variant: runs the FP32 model on its input set with every
 /// Conv/MatMul input added as an output, and records each one's max |x|.
 pub fn calibrate(e: &Entry) -> Calibration {
-    use crate::backend::tensor::{HostTensor, TensorData};
+    use crate::model::tensor::{HostTensor, TensorData};
     let mut m = (e.build)(e.name, DataType::FLOAT, None);
     let g = m.graph.as_mut().expect("zoo graphs exist");
     let mut names: Vec<String> = g

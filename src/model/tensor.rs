@@ -25,13 +25,13 @@ pub enum TensorData {
 macro_rules! with_array {
     ($data:expr, $a:ident => $body:expr) => {
         match $data {
-            $crate::backend::tensor::TensorData::F32($a) => $body,
-            $crate::backend::tensor::TensorData::F64($a) => $body,
-            $crate::backend::tensor::TensorData::I64($a) => $body,
-            $crate::backend::tensor::TensorData::I32($a) => $body,
-            $crate::backend::tensor::TensorData::I8($a) => $body,
-            $crate::backend::tensor::TensorData::U8($a) => $body,
-            $crate::backend::tensor::TensorData::Bool($a) => $body,
+            $crate::model::tensor::TensorData::F32($a) => $body,
+            $crate::model::tensor::TensorData::F64($a) => $body,
+            $crate::model::tensor::TensorData::I64($a) => $body,
+            $crate::model::tensor::TensorData::I32($a) => $body,
+            $crate::model::tensor::TensorData::I8($a) => $body,
+            $crate::model::tensor::TensorData::U8($a) => $body,
+            $crate::model::tensor::TensorData::Bool($a) => $body,
         }
     };
 }
@@ -88,7 +88,7 @@ impl TensorData {
     /// [0, 1) (the range of normalised image pixels), integers in [0, 10), booleans fair.
     pub fn seeded(dtype: DataType, shape: &[usize], seed: u64) -> Option<TensorData> {
         let n: usize = shape.iter().product();
-        let mut rng = crate::rng::SplitMix64(seed);
+        let mut rng = crate::util::rng::SplitMix64(seed);
         let dim = ndarray::IxDyn(shape);
         let mut unit = || rng.unit();
         Some(match dtype {

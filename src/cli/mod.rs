@@ -124,7 +124,7 @@ pub struct BenchArgs {
     pub inputs: Option<PathBuf>,
     /// The task of a model that is not in the zoo (to run its pipeline).
     #[arg(long, value_enum)]
-    pub task: Option<crate::model::zoo::Task>,
+    pub task: Option<crate::zoo::Task>,
     /// Time the backend's run alone on pre-processed inputs (no decode, pre- or
     /// post-processing).
     #[arg(long)]
@@ -214,7 +214,7 @@ pub struct ReferenceArgs {
     pub inputs: Option<PathBuf>,
     /// The task of a model that is not in the zoo (to pre-process images or a series).
     #[arg(long, value_enum)]
-    pub task: Option<crate::model::zoo::Task>,
+    pub task: Option<crate::zoo::Task>,
     /// Seeded inputs to generate when there is no input set (uniform [0, 1)).
     #[arg(long, default_value_t = 4)]
     pub count: usize,
@@ -246,7 +246,7 @@ pub struct AccuracyArgs {
     pub reference: Option<PathBuf>,
     /// The Table 3 level required (C1..C4, C4 strictest): the verdict PASS/FAIL, exit 1 on FAIL.
     #[arg(long, value_name = "LEVEL")]
-    pub require: Option<crate::grade::Level>,
+    pub require: Option<crate::standard::Level>,
     /// Grade the zoo model's FP32, FP16 and INT8 variants and print one table.
     #[arg(long)]
     pub all_precisions: bool,
@@ -255,7 +255,7 @@ pub struct AccuracyArgs {
     pub limit: Option<usize>,
     /// The task of a model that is not in the zoo (for decision agreement).
     #[arg(long, value_enum)]
-    pub task: Option<crate::model::zoo::Task>,
+    pub task: Option<crate::zoo::Task>,
     #[command(flatten)]
     pub detect: DetectArgs,
     /// Print the report as JSON.
@@ -404,7 +404,7 @@ pub struct RunArgs {
     pub series: Option<PathBuf>,
     /// The task of a model that is not in the zoo (zoo models know theirs).
     #[arg(long, value_enum)]
-    pub task: Option<crate::model::zoo::Task>,
+    pub task: Option<crate::zoo::Task>,
     /// Classes to show (classification).
     #[arg(long, default_value_t = 5)]
     pub top_k: usize,

@@ -13,7 +13,7 @@ use half::f16;
 
 use crate::model::build::{Attr, GraphBuilder, attr, node, tensor_i64, tensor_raw};
 use crate::model::onnx::{DataType, ModelProto};
-use crate::rng::{SplitMix64, seed_of};
+use crate::util::rng::{SplitMix64, seed_of};
 
 /// Activation after a layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
