@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use acceval::measure::telemetry::{self, ProbeOptions};
+use acceval::device::telemetry::{self, ProbeOptions};
 use acceval::model::build::{GraphBuilder, node, tensor_f32};
 use acceval::model::onnx::DataType;
 use common::*;
@@ -370,11 +370,15 @@ fn sampler_sees_a_busy_thread() {
     assert!(
         status
             .iter()
-            .any(|s| s.sensor == "cpu" && s.status.starts_with("available")),
+            .any(|s| s.sensor == "cpu" && s.status.is_available()),
         "{status:?}"
     );
     let rapl = status.iter().find(|s| s.sensor == "rapl").unwrap();
-    assert!(rapl.status.starts_with("n/a: no RAPL"), "{}", rapl.status);
+    assert!(
+        rapl.status.to_string().starts_with("n/a: no RAPL"),
+        "{}",
+        rapl.status
+    );
     let s = telemetry::start(sensors, Duration::from_millis(100));
     let t = Instant::now();
     while t.elapsed() < Duration::from_millis(600) {

@@ -21,9 +21,9 @@ use crate::backend::{self, SessionInfo};
 use crate::cli::BenchArgs;
 use crate::commands::reference::zoo_identity;
 use crate::commands::run::{InputsPath, gather_inputs, input_specs, inputs_path, load_options};
+use crate::device::telemetry::{self, TelemetrySummary};
 use crate::measure::harness::{self, Measured, Policy, Validity};
 use crate::measure::stats::{PercentileSupport, Summary, percentile_support};
-use crate::measure::telemetry::{self, TelemetrySummary};
 use crate::model::tensor::{HostTensor, TensorData};
 use crate::zoo::{self, Task};
 

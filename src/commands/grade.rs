@@ -785,7 +785,7 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
                 .channels
                 .iter()
                 .filter(|c| {
-                    c.kind == crate::measure::telemetry::Kind::Utilization
+                    c.kind == crate::device::telemetry::Kind::Utilization
                         && !c.name.starts_with("cpu")
                         || c.name == "cpu.util_pct"
                 })
@@ -809,7 +809,7 @@ fn judge(p: &Profile, backend: &str, r: &Run) -> (Vec<Clause>, &'static str, Vec
                 .filter(|s| {
                     !t.sensors
                         .iter()
-                        .any(|x| &x.sensor == *s && x.status.starts_with("available"))
+                        .any(|x| &x.sensor == *s && x.status.is_available())
                 })
                 .collect();
             tele_ok = missing.is_empty();
@@ -961,7 +961,7 @@ fn to_json(
             "bench": s,
             "latencies_ms": s.raw.iter().map(|x| x.total_ms).collect::<Vec<_>>(),
             "telemetry_timeline": s.recording.as_ref().map(|rec| {
-                use crate::measure::telemetry::Kind;
+                use crate::device::telemetry::Kind;
                 let keep: Vec<usize> = rec
                     .channels
                     .iter()

@@ -8,6 +8,7 @@
 
 pub mod ascend;
 pub mod nvidia;
+pub mod telemetry;
 
 use serde::Serialize;
 

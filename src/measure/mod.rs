@@ -2,4 +2,3 @@
 
 pub mod harness;
 pub mod stats;
-pub mod telemetry;

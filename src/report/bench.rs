@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use crate::commands::bench::BenchReport;
+use crate::device::telemetry::Recording;
 use crate::measure::stats::Summary;
-use crate::measure::telemetry::Recording;
 
 fn f3(v: f64) -> String {
     format!("{v:.3}")
