@@ -15,6 +15,7 @@ pub mod llm;
 pub mod load;
 pub mod measure;
 pub mod model;
+pub mod protocol;
 pub mod report;
 pub mod server;
 pub mod standard;

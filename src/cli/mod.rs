@@ -617,7 +617,7 @@ pub struct LlmArgs {
     #[arg(long)]
     pub model: String,
     #[arg(long, value_enum, default_value = "openai")]
-    pub api: crate::llm::api::Api,
+    pub api: crate::protocol::generate::Api,
     /// Send non-streaming requests (FirstTokenTime is then the whole response time).
     #[arg(long)]
     pub no_stream: bool,

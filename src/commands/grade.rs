@@ -1388,7 +1388,7 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
             bar.set_message(format!("LLM serving benchmark of {url} (MindIE)"));
             let res = (|| {
                 use clap::ValueEnum;
-                let api = crate::llm::api::Api::from_str(&l.api, false)
+                let api = crate::protocol::generate::Api::from_str(&l.api, false)
                     .map_err(|e| anyhow::anyhow!("[llm] api: {e}"))?;
                 let a = crate::cli::LlmArgs {
                     url,

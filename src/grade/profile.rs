@@ -382,7 +382,7 @@ impl Profile {
         }
         if let Some(l) = &self.llm {
             use clap::ValueEnum;
-            if crate::llm::api::Api::from_str(&l.api, false).is_err() {
+            if crate::protocol::generate::Api::from_str(&l.api, false).is_err() {
                 return Err(err(
                     "llm",
                     "api",

@@ -25,12 +25,12 @@ use hyper::body::Bytes;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::api::Api;
 use super::dataset::{self, Prompt};
-use super::sse;
 use super::stats::{MindieStat, mindie};
 use crate::cli::{Arrival, LlmArgs};
 use crate::load::client::{self, Client};
+use crate::protocol::generate::Api;
+use crate::protocol::sse;
 
 /// One request's measurements.
 #[derive(Debug, Clone, Serialize)]
@@ -431,7 +431,7 @@ async fn one(ctx: &Ctx, index: usize, p: &Prompt, run_start: Instant) -> Record 
 
 fn account(
     rec: &mut Record,
-    piece: &super::api::Piece,
+    piece: &crate::protocol::generate::Piece,
     at: Instant,
     t0: Instant,
     last: &mut Option<Instant>,

@@ -221,7 +221,7 @@ pub async fn send(
         },
     );
     if let Some(n) = t.header_len {
-        b = b.header(super::kserve::HEADER_LENGTH, n);
+        b = b.header(crate::protocol::kserve::HEADER_LENGTH, n);
     }
     let req = b.body(Full::new(t.body.clone())).expect("a valid request");
     ISSUED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -233,7 +233,7 @@ pub async fn send(
                 let status = r.status().as_u16();
                 let hl = r
                     .headers()
-                    .get(super::kserve::HEADER_LENGTH)
+                    .get(crate::protocol::kserve::HEADER_LENGTH)
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string);
                 match r.into_body().collect().await {

@@ -2,6 +2,5 @@
 //! max-QPS search of §7.2.5.
 
 pub mod client;
-pub mod kserve;
 pub mod qps;
 pub mod slo;

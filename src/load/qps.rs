@@ -23,11 +23,11 @@ use hyper::body::Bytes;
 use serde::Serialize;
 
 use super::client::{self, Client, Outcome, Target};
-use super::kserve;
 use super::slo::{self, Bound};
 use crate::cli::{Arrival, LoadMode, QpsArgs};
 use crate::measure::stats::Summary;
 use crate::model::tensor::{HostTensor, TensorData};
+use crate::protocol::kserve;
 
 /// Definitions printed with every result.
 pub const DEFINITIONS: &[(&str, &str)] = &[

@@ -28,9 +28,9 @@ use serde_json::{Value, json};
 
 use crate::backend::{self, BackendSpec, LoadOptions};
 use crate::commands::run::{InputSpec, input_specs, output_specs};
-use crate::load::kserve;
 use crate::model::shape::Dim;
 use crate::model::tensor::{HostTensor, TensorData};
+use crate::protocol::kserve;
 pub use metrics::Metrics;
 
 /// What `serve` needs, resolved from the command line (or set by `grade`).
