@@ -12,6 +12,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::report::chart;
+
 fn s(v: &Value) -> String {
     match v {
         Value::Null => "n/a".into(),
@@ -296,7 +298,7 @@ fn blocks(v: &Value) -> Vec<Block> {
     }
     b.push(Block::Table(t));
     if !bars.is_empty() {
-        b.push(Block::Chart(mse_chart(&bars)));
+        b.push(Block::Chart(chart::mse_bars(&bars)));
     }
     if let Some(a) = v["accuracy"].as_array().and_then(|a| a.first()) {
         b.push(Block::Para(format!(
@@ -383,8 +385,8 @@ fn blocks(v: &Value) -> Vec<Block> {
         if let Some(lat) = sp["latencies_ms"].as_array() {
             let xs: Vec<f64> = lat.iter().filter_map(|x| x.as_f64()).collect();
             if !xs.is_empty() {
-                b.push(Block::Chart(histogram(&xs)));
-                b.push(Block::Chart(cdf(&xs)));
+                b.push(Block::Chart(chart::histogram(&xs)));
+                b.push(Block::Chart(chart::cdf(&xs)));
             }
         }
 
@@ -441,7 +443,25 @@ fn blocks(v: &Value) -> Vec<Block> {
                 ))),
             }
             if let Some(tl) = sp.get("telemetry_timeline").filter(|x| !x.is_null()) {
-                b.push(Block::Chart(timeline(tl)));
+                let names: Vec<String> = tl["channels"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(s)
+                    .collect();
+                let rows: Vec<Vec<f64>> = tl["ticks"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|t| {
+                        t.as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(|x| x.as_f64().unwrap_or(f64::NAN))
+                            .collect()
+                    })
+                    .collect();
+                b.push(Block::Chart(chart::timeline(&names, &rows)));
             }
         }
     }
@@ -513,7 +533,7 @@ fn blocks(v: &Value) -> Vec<Block> {
             .filter_map(|b| b["limit_ms"].as_f64())
             .fold(f64::INFINITY, f64::min);
         if !pts.is_empty() {
-            b.push(Block::Chart(crate::report::qps::chart_of(
+            b.push(Block::Chart(chart::latency_vs_throughput(
                 &s(&q["model"]),
                 bound,
                 pts,
@@ -784,250 +804,4 @@ pub fn terminal(o: &mut impl Write, v: &Value, dir: &Path) -> std::io::Result<()
         dir.display(),
         dir.display()
     )
-}
-
-// --- SVG charts --------------------------------------------------------------------------
-
-pub(crate) const W: f64 = 520.0;
-pub(crate) const H: f64 = 260.0;
-pub(crate) const L: f64 = 56.0;
-pub(crate) const B: f64 = 36.0;
-
-pub(crate) fn frame(title: &str, x_label: &str, y_label: &str) -> String {
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\" font-family=\"sans-serif\" font-size=\"11\"><text x=\"{}\" y=\"16\" text-anchor=\"middle\" font-weight=\"600\">{}</text><line x1=\"{L}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#333\"/><line x1=\"{L}\" y1=\"24\" x2=\"{L}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text><text x=\"14\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">{}</text>",
-        W / 2.0,
-        html_escape(title),
-        H - B,
-        W - 10.0,
-        H - B,
-        H - B,
-        (L + W - 10.0) / 2.0,
-        H - 6.0,
-        html_escape(x_label),
-        (H - B) / 2.0 + 12.0,
-        (H - B) / 2.0 + 12.0,
-        html_escape(y_label)
-    )
-}
-
-pub(crate) fn sx(x: f64, lo: f64, hi: f64) -> f64 {
-    L + (x - lo) / (hi - lo).max(1e-12) * (W - 10.0 - L)
-}
-pub(crate) fn sy(y: f64, lo: f64, hi: f64) -> f64 {
-    (H - B) - (y - lo) / (hi - lo).max(1e-12) * (H - B - 24.0)
-}
-
-pub(crate) fn ticks(o: &mut String, lo: f64, hi: f64, x_axis: bool) {
-    for k in 0..=4 {
-        let v = lo + (hi - lo) * k as f64 / 4.0;
-        if x_axis {
-            let x = sx(v, lo, hi);
-            let _ = write!(
-                o,
-                "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-                H - B + 14.0,
-                fmt_tick(v, lo, hi)
-            );
-        } else {
-            let y = sy(v, lo, hi);
-            let _ = write!(
-                o,
-                "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><line x1=\"{L}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#eee\"/>",
-                L - 4.0,
-                y + 4.0,
-                fmt_tick(v, lo, hi),
-                W - 10.0
-            );
-        }
-    }
-}
-
-/// A tick label with enough decimals to tell the 5 ticks of [lo, hi] apart.
-fn fmt_tick(v: f64, lo: f64, hi: f64) -> String {
-    let step = ((hi - lo) / 4.0).abs().max(1e-12);
-    let decimals = (-(step.log10().floor()) as i32).clamp(0, 6) as usize;
-    format!("{v:.decimals$}")
-}
-
-fn histogram(xs: &[f64]) -> String {
-    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = xs
-        .iter()
-        .copied()
-        .fold(f64::NEG_INFINITY, f64::max)
-        .max(lo + 1e-9);
-    let bins = 30usize;
-    let mut counts = vec![0usize; bins];
-    for &x in xs {
-        let i = (((x - lo) / (hi - lo)) * bins as f64) as usize;
-        counts[i.min(bins - 1)] += 1;
-    }
-    let top = *counts.iter().max().unwrap_or(&1) as f64;
-    let mut o = frame("End-to-end latency histogram", "latency (ms)", "samples");
-    ticks(&mut o, lo, hi, true);
-    ticks(&mut o, 0.0, top, false);
-    let bw = (W - 10.0 - L) / bins as f64;
-    for (i, &c) in counts.iter().enumerate() {
-        let x = L + i as f64 * bw;
-        let y = sy(c as f64, 0.0, top);
-        let _ = write!(
-            o,
-            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#3b6fb6\"/>",
-            (bw - 1.0).max(0.5),
-            (H - B - y).max(0.0)
-        );
-    }
-    o.push_str("</svg>");
-    o
-}
-
-fn cdf(xs: &[f64]) -> String {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let lo = v[0];
-    let hi = v[v.len() - 1].max(lo + 1e-9);
-    let mut o = frame("Latency CDF", "latency (ms)", "fraction of samples ≤ x");
-    ticks(&mut o, lo, hi, true);
-    ticks(&mut o, 0.0, 1.0, false);
-    let n = v.len() as f64;
-    let step = (v.len() / 400).max(1);
-    let pts: Vec<String> = v
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| i % step == 0 || *i == v.len() - 1)
-        .map(|(i, &x)| {
-            format!(
-                "{:.1},{:.1}",
-                sx(x, lo, hi),
-                sy((i + 1) as f64 / n, 0.0, 1.0)
-            )
-        })
-        .collect();
-    let _ = write!(
-        o,
-        "<polyline fill=\"none\" stroke=\"#3b6fb6\" stroke-width=\"1.5\" points=\"{}\"/></svg>",
-        pts.join(" ")
-    );
-    o
-}
-
-fn timeline(tl: &Value) -> String {
-    let names: Vec<String> = tl["channels"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(s)
-        .collect();
-    let ticks_v: Vec<Vec<f64>> = tl["ticks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            t.as_array()
-                .into_iter()
-                .flatten()
-                .map(|x| x.as_f64().unwrap_or(f64::NAN))
-                .collect()
-        })
-        .collect();
-    let t_hi = ticks_v
-        .iter()
-        .filter_map(|t| t.first())
-        .copied()
-        .fold(0.0, f64::max)
-        / 1e3;
-    let mut hi: f64 = 100.0;
-    for t in &ticks_v {
-        for v in t.iter().skip(1) {
-            if v.is_finite() {
-                hi = hi.max(*v);
-            }
-        }
-    }
-    let mut o = frame(
-        "Utilization (%) and power (W) over the measured window",
-        "time (s)",
-        "% or W",
-    );
-    ticks(&mut o, 0.0, t_hi.max(1e-3), true);
-    ticks(&mut o, 0.0, hi, false);
-    let colors = [
-        "#3b6fb6", "#d0743c", "#1b7f3b", "#8e44ad", "#b3261e", "#555",
-    ];
-    for (k, name) in names.iter().enumerate() {
-        let pts: Vec<String> = ticks_v
-            .iter()
-            .filter_map(|t| {
-                let v = *t.get(k + 1)?;
-                v.is_finite().then(|| {
-                    format!(
-                        "{:.1},{:.1}",
-                        sx(t[0] / 1e3, 0.0, t_hi.max(1e-3)),
-                        sy(v, 0.0, hi)
-                    )
-                })
-            })
-            .collect();
-        let c = colors[k % colors.len()];
-        let _ = write!(
-            o,
-            "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" points=\"{}\"/><text x=\"{}\" y=\"{}\" fill=\"{c}\">{}</text>",
-            pts.join(" "),
-            L + 8.0,
-            36.0 + 13.0 * k as f64,
-            html_escape(name)
-        );
-    }
-    o.push_str("</svg>");
-    o
-}
-
-fn mse_chart(bars: &[(String, f64)]) -> String {
-    // log10 scale from 1e-16 to 1e2, with the Table 3 bounds drawn.
-    let (lo, hi) = (-16.0, 2.0);
-    let h = 70.0 + 22.0 * bars.len() as f64;
-    let mut o = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{h}\" viewBox=\"0 0 {W} {h}\" font-family=\"sans-serif\" font-size=\"11\"><text x=\"{}\" y=\"16\" text-anchor=\"middle\" font-weight=\"600\">MSE per output against the FP32 reference (log scale)</text>",
-        W / 2.0
-    );
-    let x = |v: f64| 150.0 + (v - lo) / (hi - lo) * (W - 170.0);
-    for (k, (bound, l)) in [(0.01f64, "C4"), (0.1, "C3"), (1.0, "C2"), (10.0, "C1")]
-        .into_iter()
-        .enumerate()
-    {
-        let xx = x(bound.log10());
-        let _ = write!(
-            o,
-            "<line x1=\"{xx:.1}\" y1=\"30\" x2=\"{xx:.1}\" y2=\"{}\" stroke=\"#b3261e\" stroke-dasharray=\"3,3\"/><text x=\"{xx:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#b3261e\">{l}</text>",
-            h - 24.0,
-            if k % 2 == 0 { h - 12.0 } else { h - 2.0 }
-        );
-    }
-    let _ = write!(
-        o,
-        "<text x=\"150\" y=\"{}\" fill=\"#555\">1e-16</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#555\">Table 3 bounds: C4 &lt; 0.01, C3 &lt; 0.1, C2 &lt; 1, C1 &lt; 10</text>",
-        h - 12.0,
-        W - 20.0,
-        28.0
-    );
-    for (i, (name, v)) in bars.iter().enumerate() {
-        let y = 36.0 + 22.0 * i as f64;
-        let lv = if *v > 0.0 {
-            v.log10().clamp(lo, hi)
-        } else {
-            lo
-        };
-        let _ = write!(
-            o,
-            "<text x=\"145\" y=\"{:.1}\" text-anchor=\"end\">{}</text><rect x=\"150\" y=\"{y:.1}\" width=\"{:.1}\" height=\"14\" fill=\"#3b6fb6\"/><text x=\"{:.1}\" y=\"{:.1}\">{v:.3e}</text>",
-            y + 11.0,
-            html_escape(name),
-            (x(lv) - 150.0).max(1.0),
-            x(lv) + 4.0,
-            y + 11.0
-        );
-    }
-    o.push_str("</svg>");
-    o
 }

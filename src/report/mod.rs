@@ -2,9 +2,11 @@
 
 pub mod accuracy;
 pub mod bench;
+pub mod chart;
 pub mod compliance;
 pub mod conformance;
 pub mod devices;
+pub mod export;
 pub mod inspect;
 pub mod llm;
 pub mod qps;

@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use super::compliance::{B, H, L, W, frame, sx, sy, ticks};
 use super::{right, table};
 use crate::cli::LoadMode;
 use crate::load::qps::QpsReport;
@@ -184,82 +183,5 @@ pub fn chart(r: &QpsReport) -> String {
         .iter()
         .map(|b| b.limit_ms)
         .fold(f64::INFINITY, f64::min);
-    chart_of(&r.model, bound, pts)
-}
-
-/// The chart from (achieved req/s, p50 ms, p99 ms, passed) points and the tightest bound, ms.
-pub fn chart_of(model: &str, bound: f64, mut pts: Vec<(f64, f64, f64, bool)>) -> String {
-    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut o = frame(
-        &format!("Latency against throughput: {model}"),
-        "achieved throughput (req/s)",
-        "latency (ms)",
-    );
-    if pts.is_empty() {
-        let _ = write!(
-            o,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">no successful response</text></svg>",
-            W / 2.0,
-            H / 2.0
-        );
-        return o;
-    }
-    let x_hi = pts.iter().map(|p| p.0).fold(0.0, f64::max) * 1.05 + 1e-9;
-    let y_hi = pts
-        .iter()
-        .map(|p| p.2)
-        .fold(if bound.is_finite() { bound } else { 0.0 }, f64::max)
-        * 1.1
-        + 1e-9;
-    ticks(&mut o, 0.0, x_hi, true);
-    ticks(&mut o, 0.0, y_hi, false);
-    if bound.is_finite() {
-        let y = sy(bound, 0.0, y_hi);
-        let _ = write!(
-            o,
-            "<line x1=\"{L}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#b3261e\" stroke-dasharray=\"4 3\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#b3261e\">bound {bound} ms</text>",
-            W - 10.0,
-            W - 12.0,
-            y - 4.0
-        );
-    }
-    for (k, color, label) in [(1usize, "#3b6fb6", "p50"), (2, "#e08a1e", "p99")] {
-        let line: Vec<String> = pts
-            .iter()
-            .map(|p| {
-                let v = if k == 1 { p.1 } else { p.2 };
-                format!("{:.1},{:.1}", sx(p.0, 0.0, x_hi), sy(v, 0.0, y_hi))
-            })
-            .collect();
-        let _ = write!(
-            o,
-            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\" points=\"{}\"/>",
-            line.join(" ")
-        );
-        for p in &pts {
-            let v = if k == 1 { p.1 } else { p.2 };
-            let _ = write!(
-                o,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{}\" stroke=\"{color}\"/>",
-                sx(p.0, 0.0, x_hi),
-                sy(v, 0.0, y_hi),
-                if p.3 { color } else { "#fff" }
-            );
-        }
-        let _ = write!(
-            o,
-            "<text x=\"{}\" y=\"{}\" fill=\"{color}\">{label}</text>",
-            L + 8.0 + (k as f64 - 1.0) * 40.0,
-            38.0
-        );
-    }
-    let _ = write!(
-        o,
-        "<text x=\"{}\" y=\"{}\" fill=\"#666\">filled = step passed</text>",
-        L + 90.0,
-        38.0
-    );
-    let _ = B;
-    o.push_str("</svg>");
-    o
+    crate::report::chart::latency_vs_throughput(&r.model, bound, pts)
 }

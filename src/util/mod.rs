@@ -5,5 +5,6 @@
 pub mod fmt;
 pub mod fs;
 pub mod paths;
+pub mod progress;
 pub mod rng;
 pub mod signal;
