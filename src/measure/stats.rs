@@ -5,7 +5,7 @@
 //! x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋]) over the sorted samples. Results can be
 //! checked with `numpy.percentile`.
 
-use serde::Serialize;
+pub use crate::report::schema::stats::{PercentileSupport, Summary};
 
 /// The q-quantile (q in [0, 1]) of already sorted samples; `None` when empty.
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
@@ -16,24 +16,6 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(sorted.len() - 1);
     Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
-}
-
-/// Summary of a set of samples (units are the caller's; field names carry none).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Summary {
-    pub n: usize,
-    pub mean: f64,
-    pub min: f64,
-    pub max: f64,
-    pub p50: f64,
-    pub p75: f64,
-    pub p90: f64,
-    pub p99: f64,
-    /// P99.9, when there are at least 1,000 samples (below that it is the max).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub p999: Option<f64>,
-    /// Sample standard deviation (n − 1 in the denominator); 0 for one sample.
-    pub stddev: f64,
 }
 
 impl Summary {
@@ -96,14 +78,6 @@ pub fn min_samples(q: f64, confidence: f64) -> usize {
     }
 }
 
-/// Whether N samples support a percentile (MLPerf's bound at 99 % confidence).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct PercentileSupport {
-    pub percentile: &'static str,
-    pub min_samples: usize,
-    pub supported: bool,
-}
-
 /// Support of P90, P99 and P99.9 for `n` samples.
 pub fn percentile_support(n: usize) -> Vec<PercentileSupport> {
     [("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999)]
@@ -111,7 +85,7 @@ pub fn percentile_support(n: usize) -> Vec<PercentileSupport> {
         .map(|(name, q)| {
             let m = min_samples(q, 0.99);
             PercentileSupport {
-                percentile: name,
+                percentile: name.to_string(),
                 min_samples: m,
                 supported: n >= m,
             }
