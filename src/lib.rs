@@ -9,6 +9,7 @@ pub mod backend;
 pub mod cli;
 pub mod commands;
 pub mod conformance;
+pub mod data;
 pub mod device;
 pub mod grade;
 pub mod llm;
@@ -54,11 +55,11 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Accuracy(args) => commands::accuracy::run(args),
         cli::Command::Bench(args) => commands::bench::run(args),
         cli::Command::Grade(args) => commands::grade::run(args),
-        cli::Command::Serve(args) => server::run(args),
+        cli::Command::Serve(args) => commands::serve::run(args),
         cli::Command::Qps(args) => load::qps::run(args),
         cli::Command::Llm(args) => llm::run::run(args),
-        cli::Command::Verify { dir } => commands::grade::verify(&dir),
-        cli::Command::Report { dir, format } => commands::grade::render(&dir, &format),
-        cli::Command::Profile { command } => commands::grade::profile_command(command),
+        cli::Command::Verify { dir } => commands::verify::run(&dir),
+        cli::Command::Report { dir, format } => commands::report::run(&dir, &format),
+        cli::Command::Profile { command } => commands::profile::run(command),
     }
 }

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use acceval::accuracy::io;
+use acceval::data::io;
 use acceval::model::build::{GraphBuilder, node, tensor_f32, tensor_raw};
 use acceval::model::onnx::DataType;
 use common::*;

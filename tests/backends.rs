@@ -10,7 +10,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use acceval::accuracy::io;
+use acceval::data::io;
 use acceval::model::build::{Attr, GraphBuilder, attr, node, tensor_f32};
 use acceval::model::onnx::DataType;
 use acceval::model::tensor::{HostTensor, TensorData};

@@ -1,7 +1,8 @@
 //! Accuracy metrics against numpy (float64) on random data, up to 10^8 elements, where a
 //! naive f32 running sum goes wrong.
 
-use acceval::accuracy::{io, metrics};
+use acceval::accuracy::metrics;
+use acceval::data::io;
 
 const NUMPY: &str = r#"
 import sys, json, numpy as np

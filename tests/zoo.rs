@@ -276,7 +276,7 @@ fn zoo_models_pass_onnx_checker_and_agree_with_python_onnxruntime() {
 
 /// Max |a − b| over all outputs, relative to each output's largest |b|.
 fn rel_diff(a: &Path, b: &Path) -> f64 {
-    use acceval::accuracy::io;
+    use acceval::data::io;
     let mut worst = 0.0f64;
     for n in io::npz_names(b).unwrap() {
         let x = io::read_npz(a, &n).unwrap().to_f64();

@@ -10,37 +10,13 @@
 //!   so both missed and extra boxes count against it.
 //! - Forecasting: a regression has no decision; the max absolute error stands for it.
 
-use serde::Serialize;
+pub use crate::report::schema::accuracy::Agreement;
 
 use crate::task::detect::{self, DetectParams, Detection};
 use crate::task::image::Letterbox;
 
 /// Minimum IoU for a detected box to match a reference box.
 pub const MATCH_IOU: f64 = 0.5;
-
-/// Agreement over all inputs.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Agreement {
-    /// Classification: inputs whose top-1 class equals the reference's.
-    Top1 {
-        inputs: u64,
-        agree: u64,
-    },
-    /// Detection at the given post-processing thresholds.
-    Detection {
-        conf: f32,
-        nms_iou: f64,
-        match_iou: f64,
-        reference_boxes: u64,
-        boxes: u64,
-        matched: u64,
-        same_class: u64,
-    },
-    NotApplicable {
-        reason: String,
-    },
-}
 
 impl Agreement {
     /// The agreement as a fraction, when one is defined.

@@ -10,25 +10,9 @@
 //! - relative L2 error = √Σ(x − y)² / √Σy² (∞ when the reference is all zeros and x is not);
 //! - cosine similarity = Σxy / (√Σx² · √Σy²) (1 when both are all zeros).
 
-use serde::Serialize;
+pub use crate::report::schema::accuracy::ErrorMetrics;
 
 use crate::model::tensor::TensorData;
-
-/// The error of one output tensor.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ErrorMetrics {
-    pub elements: u64,
-    pub mse: f64,
-    pub max_abs_error: f64,
-    pub rel_l2_error: f64,
-    pub cosine: f64,
-    /// NaN / Inf values in the actual output (any of them fails the grading).
-    pub nan_count: u64,
-    pub inf_count: u64,
-    /// Flat (row-major) index of the first NaN / Inf, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_nonfinite: Option<u64>,
-}
 
 /// Why two tensors cannot be compared.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]

@@ -3,6 +3,6 @@
 
 pub mod agreement;
 pub mod compare;
-pub mod io;
+pub mod evaluate;
 pub mod metrics;
 pub mod reference;

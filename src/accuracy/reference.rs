@@ -9,85 +9,20 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+pub use crate::report::schema::accuracy::{
+    CrossCheck, FileHash, IoDecl, OutputAgreement, RefManifest, SetRecord,
+};
+use crate::zoo::Entry;
 
-use crate::accuracy::{io, metrics};
+use crate::accuracy::metrics;
 use crate::backend::{self, BackendSpec, LoadOptions, SessionInfo};
+use crate::data::io;
 use crate::model::tensor::{HostTensor, TensorData};
 
 pub const MANIFEST: &str = "manifest.toml";
 pub const SCHEMA: &str = "acceval.reference/1";
 /// The largest relative L2 error (‖a − b‖ / ‖b‖) between the two CPU engines.
 pub const CROSS_CHECK_REL_L2: f64 = 1e-4;
-
-/// A tensor the model takes or gives, as the reference holds it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct IoDecl {
-    pub name: String,
-    pub elem_type: String,
-    pub shape: Vec<usize>,
-}
-
-/// One file of the reference and its hash.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct FileHash {
-    pub file: String,
-    pub sha256: String,
-    pub bytes: u64,
-}
-
-/// One `test_data_set_N`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SetRecord {
-    pub dir: String,
-    /// Where its inputs come from: `substation-03.jpg`, `load-series.csv rows 0..96`, ...
-    pub source: String,
-    /// SHA-256 of the source file (image, CSV, array) the inputs were made from.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_sha256: Option<String>,
-    pub files: Vec<FileHash>,
-}
-
-/// How one output agreed between the two engines, worst over the sets.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct OutputAgreement {
-    pub name: String,
-    pub max_rel_l2_error: f64,
-    pub max_abs_error: f64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CrossCheck {
-    /// "agreed", or "not done: <reason>".
-    pub status: String,
-    pub backend: String,
-    pub engine: String,
-    pub tolerance_rel_l2: f64,
-    pub outputs: Vec<OutputAgreement>,
-}
-
-/// `manifest.toml` of a reference.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RefManifest {
-    pub schema: String,
-    /// The model's name: the zoo name, or the file's stem.
-    pub model: String,
-    pub model_file: String,
-    pub model_sha256: String,
-    pub backend: String,
-    pub engine: String,
-    /// Session options of the reference engine (threads, optimisation level).
-    pub options: std::collections::BTreeMap<String, String>,
-    pub created_utc: String,
-    pub acceval_version: String,
-    /// What the inputs are: an input set, files, or seeded data.
-    pub input_source: String,
-    pub preprocessing: String,
-    pub inputs: Vec<IoDecl>,
-    pub outputs: Vec<IoDecl>,
-    pub cross_check: CrossCheck,
-    pub sets: Vec<SetRecord>,
-}
 
 /// One input of a reference before it is run: its tensors and where they came from.
 #[derive(Debug, Clone)]
@@ -455,4 +390,39 @@ impl Reference {
             outputs: read("output", n_outputs)?,
         })
     }
+}
+
+/// The plan for a zoo model's reference: its FP32 file on its whole input set.
+pub fn zoo_plan<'a>(
+    entry: &Entry,
+    fp32_model: &'a Path,
+    primary: BackendSpec,
+    threads: Option<usize>,
+    cross_check: bool,
+) -> anyhow::Result<Plan<'a>> {
+    let inputs = crate::zoo::input_set_tensors(entry)?
+        .into_iter()
+        .map(|p| RefInput {
+            source: p.label,
+            source_sha256: Some(p.file_sha256),
+            tensors: vec![HostTensor {
+                name: entry.input.to_string(),
+                data: TensorData::F32(p.tensor),
+            }],
+        })
+        .collect();
+    Ok(Plan {
+        model: fp32_model,
+        name: entry.name.to_string(),
+        primary,
+        threads,
+        cross_check,
+        no_cross_check_reason: "--no-cross-check".into(),
+        input_source: format!(
+            "input set '{}' (inputs/{}/manifest.toml; `acceval inputs build {}` writes the files)",
+            entry.input_set, entry.input_set, entry.input_set
+        ),
+        preprocessing: crate::task::preprocessing_text(entry.task).to_string(),
+        inputs,
+    })
 }

@@ -127,9 +127,9 @@ impl Backend for MockBackend {
                 options,
             },
             timings: LoadTimings {
-                convert: None,
+                convert_ms: None,
                 convert_note: Some("the mock converts nothing".into()),
-                init: t.elapsed(),
+                init_ms: t.elapsed().as_secs_f64() * 1e3,
             },
             delay: Duration::from_secs_f64(delay_ms / 1e3),
             outputs,

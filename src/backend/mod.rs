@@ -15,9 +15,10 @@ pub mod tract;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
-use serde::Serialize;
+pub use crate::report::schema::session::{
+    Availability, GraphOpt, LoadTimings, NodePlacement, Placement, SessionInfo,
+};
 
 use crate::model::tensor::HostTensor;
 
@@ -72,14 +73,58 @@ impl std::fmt::Display for BackendSpec {
     }
 }
 
-/// Graph optimisation level (ONNX Runtime's; tract always optimises fully).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GraphOpt {
-    Disable,
-    Basic,
-    Extended,
-    All,
+/// Where and how a model runs, validated once from the command line (or a profile):
+/// `--backend`, `--threads`, `--graph-opt`, `--ep-option KEY=VALUE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendSettings {
+    pub spec: BackendSpec,
+    /// Intra-op threads (`None`: the engine's default).
+    pub threads: Option<usize>,
+    pub graph_opt: Option<GraphOpt>,
+    /// Execution-provider options.
+    pub ep_options: Vec<(String, String)>,
+}
+
+impl BackendSettings {
+    /// `spec` with the engine's defaults.
+    pub fn new(spec: BackendSpec) -> BackendSettings {
+        BackendSettings {
+            spec,
+            threads: None,
+            graph_opt: None,
+            ep_options: Vec::new(),
+        }
+    }
+
+    /// Parses `KEY=VALUE` execution-provider options.
+    pub fn parse_ep_options(list: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+        list.iter()
+            .map(|o| {
+                o.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "--ep-option '{o}' must be KEY=VALUE, e.g. --ep-option cudnn_conv_algo_search=DEFAULT"
+                        )
+                    })
+            })
+            .collect()
+    }
+
+    /// The options to load a model with these settings at `input_shapes`.
+    pub fn load_options(
+        &self,
+        input_shapes: Vec<(String, Vec<usize>)>,
+        placement: bool,
+    ) -> LoadOptions {
+        LoadOptions {
+            input_shapes,
+            threads: self.threads,
+            graph_opt: self.graph_opt,
+            ep_options: self.ep_options.clone(),
+            placement,
+        }
+    }
 }
 
 /// How to load a model.
@@ -94,62 +139,6 @@ pub struct LoadOptions {
     pub ep_options: Vec<(String, String)>,
     /// Record which device each node ran on (engine profiling; adds overhead).
     pub placement: bool,
-}
-
-/// Time to make a model runnable, split as §5.3 asks.
-#[derive(Debug, Clone, Serialize)]
-pub struct LoadTimings {
-    /// IR conversion: parsing the ONNX model and optimising it into the engine's IR.
-    /// `None` when the engine does it inside session creation (see `convert_note`).
-    #[serde(serialize_with = "ser_opt_ms", rename = "convert_ms")]
-    pub convert: Option<Duration>,
-    pub convert_note: Option<String>,
-    /// Graph initialisation: building the executable plan / session on the device.
-    #[serde(serialize_with = "ser_ms", rename = "init_ms")]
-    pub init: Duration,
-}
-
-pub fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64() * 1e3)
-}
-
-pub fn ser_opt_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64() * 1e3),
-        None => s.serialize_none(),
-    }
-}
-
-/// What a loaded session is, for reports.
-#[derive(Debug, Clone, Serialize)]
-pub struct SessionInfo {
-    /// `--backend` as given, normalised (`ort:cuda@0`).
-    pub backend: String,
-    /// The engine and its version, e.g. `tract 0.23.9`, `onnxruntime 1.32.0`.
-    pub engine: String,
-    /// The device the session runs on, e.g. `CPU`, `CUDAExecutionProvider device 0`.
-    pub device: String,
-    /// The engine library loaded at run time, where there is one.
-    pub library: Option<String>,
-    /// Every session option that was set, as recorded.
-    pub options: BTreeMap<String, String>,
-}
-
-/// Where one node ran.
-#[derive(Debug, Clone, Serialize)]
-pub struct NodePlacement {
-    pub node: String,
-    pub op_type: String,
-    /// `CPU`, or the accelerator provider / device name.
-    pub device: String,
-}
-
-/// Operator placement of a session (§6.2 f).
-#[derive(Debug, Clone, Serialize)]
-pub struct Placement {
-    /// How it was obtained (e.g. "ONNX Runtime profiling events").
-    pub source: String,
-    pub nodes: Vec<NodePlacement>,
 }
 
 impl Placement {
@@ -177,29 +166,6 @@ pub enum BackendError {
     },
     #[error("{backend} failed to run the model: {reason}")]
     Run { backend: String, reason: String },
-}
-
-/// Whether a backend (or provider) can run here.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum Availability {
-    Available { detail: String },
-    NotAvailable { reason: String },
-}
-
-impl Availability {
-    pub fn is_available(&self) -> bool {
-        matches!(self, Availability::Available { .. })
-    }
-}
-
-impl std::fmt::Display for Availability {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Availability::Available { detail } => write!(f, "available: {detail}"),
-            Availability::NotAvailable { reason } => write!(f, "not available: {reason}"),
-        }
-    }
 }
 
 /// A place models can run.

@@ -27,19 +27,11 @@ use super::{
     NodePlacement, Placement, Session, SessionInfo,
 };
 use crate::model::tensor::{HostTensor, TensorData};
+pub use crate::report::schema::devices::OrtLibrary;
 
 /// The oldest ONNX Runtime this build can load (ort's `api-24` feature): 1.24, the version of
 /// the `onnxruntime-cann` wheel for Ascend.
 pub const MIN_ORT_MINOR: u32 = 24;
-
-/// An ONNX Runtime library found on this machine.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct OrtLibrary {
-    pub path: PathBuf,
-    /// `ORT_DYLIB_PATH`, `python onnxruntime package`, or `system library path`.
-    pub found_by: String,
-    pub version: String,
-}
 
 /// The execution providers acceval can ask for: (`--backend ort:NAME`, ONNX Runtime's name).
 pub const PROVIDERS: [(&str, &str); 10] = [
@@ -448,11 +440,11 @@ impl Backend for OrtBackend {
                 options,
             },
             timings: LoadTimings {
-                convert: None,
+                convert_ms: None,
                 convert_note: Some(
                     "ONNX Runtime converts and optimises the graph inside session creation; that time is part of init_ms".into(),
                 ),
-                init,
+                init_ms: init.as_secs_f64() * 1e3,
             },
             session,
             input_names,

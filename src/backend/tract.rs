@@ -300,9 +300,9 @@ impl Backend for TractBackend {
                 options,
             },
             timings: LoadTimings {
-                convert: Some(convert),
+                convert_ms: Some(convert.as_secs_f64() * 1e3),
                 convert_note: None,
-                init,
+                init_ms: init.as_secs_f64() * 1e3,
             },
             state,
             _runnable: runnable,

@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::{BackendSpec, GraphOpt};
+use crate::measure::bench;
 use crate::model::InputShape;
+
+pub mod parse;
+pub mod settings;
 
 /// Evaluate, grade and certify AI hardware acceleration for electric-power AI
 /// (T/CES draft "Technical specification for heterogeneous hardware acceleration of
@@ -97,10 +101,10 @@ pub struct GradeArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Override the profile's minimum runs (the report marks the policy as overridden).
-    #[arg(long)]
+    #[arg(long, value_parser = parse::positive_count)]
     pub runs: Option<usize>,
     /// Override the profile's minimum duration, s (marked as overridden).
-    #[arg(long)]
+    #[arg(long, value_parser = parse::seconds)]
     pub duration: Option<f64>,
     /// A SPEC PTDaemon serving a power analyser (wall power).
     #[arg(long, value_name = "HOST:PORT")]
@@ -108,6 +112,15 @@ pub struct GradeArgs {
     /// The LLM service for the profile's [llm] stage (overrides its url).
     #[arg(long, value_name = "URL")]
     pub llm_url: Option<String>,
+    /// Print report.json on stdout instead of the clause table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write report.json to this file.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Also write the clause table as CSV to this file.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -124,7 +137,7 @@ pub struct BenchArgs {
     pub inputs: Option<PathBuf>,
     /// The task of a model that is not in the zoo (to run its pipeline).
     #[arg(long, value_enum)]
-    pub task: Option<crate::zoo::Task>,
+    pub task: Option<crate::task::Task>,
     /// Time the backend's run alone on pre-processed inputs (no decode, pre- or
     /// post-processing).
     #[arg(long)]
@@ -136,63 +149,80 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Warm-up samples, untimed (at least this many...).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = bench::DEFAULT_WARMUP, value_parser = parse::count)]
     pub warmup: usize,
     /// ...and for at least this many seconds.
-    #[arg(long, default_value_t = 0.0, value_name = "S")]
+    #[arg(long, default_value_t = 0.0, value_name = "S", value_parser = parse::seconds)]
     pub warmup_time: f64,
     /// Timed samples: at least this many...
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = bench::DEFAULT_RUNS, value_parser = parse::positive_count)]
     pub runs: usize,
     /// ...and for at least this many seconds (both minimums apply).
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    #[arg(long, default_value_t = bench::DEFAULT_DURATION_S, value_name = "S", value_parser = parse::seconds)]
     pub duration: f64,
     /// Idle gap between samples, ms (25 fps camera: --interval-ms 40 minus the latency).
-    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    #[arg(long, default_value_t = 0.0, value_name = "MS", value_parser = parse::millis)]
     pub interval_ms: f64,
     /// The percentile the run is judged on: the sample count must support it.
-    #[arg(long, default_value_t = 90.0, value_name = "P")]
+    #[arg(long, default_value_t = bench::DEFAULT_PERCENTILE, value_name = "P", value_parser = parse::percentile)]
     pub percentile: f64,
     /// Largest coefficient of variation (stddev/mean) of the end-to-end latency.
-    #[arg(long, default_value_t = 0.25)]
+    #[arg(long, default_value_t = bench::DEFAULT_MAX_CV, value_parser = parse::ratio)]
     pub max_cv: f64,
     /// Largest spread of the medians of the last 3 of 5 windows (0.10 = 10 %).
-    #[arg(long, default_value_t = 0.10)]
+    #[arg(long, default_value_t = bench::DEFAULT_STABILITY, value_parser = parse::ratio)]
     pub stability: f64,
     /// Exit 0 even when the run is INVALID.
     #[arg(long)]
     pub allow_invalid: bool,
     /// Batch sizes to sweep for offline throughput, e.g. 1,2,4,8 (models with a dynamic
     /// batch dimension; model only).
-    #[arg(long, value_delimiter = ',', value_name = "B,B,...")]
+    #[arg(long, value_delimiter = ',', value_name = "B,B,...", value_parser = parse::positive_count)]
     pub batch: Vec<usize>,
     /// Peak power (§7.1.6 b): raise the batch 1, 2, 4, ... until throughput stops growing
     /// (< 5 %) and report the largest power sample (model only, dynamic batch).
     #[arg(long)]
     pub peak_power: bool,
-    /// Telemetry interval, ms (0 turns telemetry off).
-    #[arg(long, default_value_t = 1000)]
-    pub sample_ms: u64,
-    /// A SPEC PTDaemon serving a power analyser (wall power).
-    #[arg(long, value_name = "HOST:PORT")]
-    pub ptd: Option<String>,
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
     #[command(flatten)]
     pub detect: DetectArgs,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the JSON report to this file.
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
-    /// Write the summary (MindIE-style columns) as CSV.
-    #[arg(long, value_name = "FILE")]
-    pub export_csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// Write every sample (start, end-to-end and stage times) as CSV.
     #[arg(long, value_name = "FILE")]
     pub export_samples: Option<PathBuf>,
     /// Write the telemetry timeline as CSV.
     #[arg(long, value_name = "FILE")]
     pub export_telemetry: Option<PathBuf>,
+}
+
+/// Telemetry while measuring.
+#[derive(Debug, Clone, Args)]
+pub struct TelemetryArgs {
+    /// Telemetry interval, ms (0 turns telemetry off).
+    #[arg(long, default_value_t = bench::DEFAULT_SAMPLE_MS)]
+    pub sample_ms: u64,
+    /// A SPEC PTDaemon serving a power analyser (wall power).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub ptd: Option<String>,
+}
+
+/// Where a command's result goes: the same flags on every command that has a result.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OutputArgs {
+    /// Print the result as JSON on stdout (instead of the tables).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON result to this file (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Write the result's main table as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// A folder for the JSON, every table as CSV, and charts.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -214,7 +244,7 @@ pub struct ReferenceArgs {
     pub inputs: Option<PathBuf>,
     /// The task of a model that is not in the zoo (to pre-process images or a series).
     #[arg(long, value_enum)]
-    pub task: Option<crate::zoo::Task>,
+    pub task: Option<crate::task::Task>,
     /// Seeded inputs to generate when there is no input set (uniform [0, 1)).
     #[arg(long, default_value_t = 4)]
     pub count: usize,
@@ -255,15 +285,11 @@ pub struct AccuracyArgs {
     pub limit: Option<usize>,
     /// The task of a model that is not in the zoo (for decision agreement).
     #[arg(long, value_enum)]
-    pub task: Option<crate::zoo::Task>,
+    pub task: Option<crate::task::Task>,
     #[command(flatten)]
     pub detect: DetectArgs,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write the JSON report to this file (atomically).
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -386,14 +412,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Steady runs after the first (cold) inference.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = crate::measure::run::DEFAULT_RUNS, value_parser = parse::count)]
     pub runs: usize,
     /// Record and show where each node ran (ONNX Runtime profiling; adds overhead).
     #[arg(long)]
     pub placement: bool,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output_args: OutputArgs,
     /// Run the task pipeline (decode, pre-process, model, post-process) on this image, or
     /// every JPEG/PNG in this folder (repeatable): top-k classes or detections, with
     /// per-stage times.
@@ -404,7 +429,7 @@ pub struct RunArgs {
     pub series: Option<PathBuf>,
     /// The task of a model that is not in the zoo (zoo models know theirs).
     #[arg(long, value_enum)]
-    pub task: Option<crate::zoo::Task>,
+    pub task: Option<crate::task::Task>,
     /// Classes to show (classification).
     #[arg(long, default_value_t = 5)]
     pub top_k: usize,
@@ -429,7 +454,7 @@ pub struct ConformanceArgs {
     pub atol: f64,
     /// Which cases: fp32 = every input and output is an FP32 tensor; all = every case.
     #[arg(long, value_enum, default_value = "fp32")]
-    pub types: SuiteTypes,
+    pub types: crate::conformance::SuiteTypes,
     /// Only cases whose folder name contains this text.
     #[arg(long)]
     pub filter: Option<String>,
@@ -442,19 +467,8 @@ pub struct ConformanceArgs {
     /// List every failing case in the table view.
     #[arg(long)]
     pub failures: bool,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write the JSON report to this file (atomically).
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SuiteTypes {
-    Fp32,
-    All,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -490,26 +504,26 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Port (0 picks a free one; the address is printed on stdout).
-    #[arg(long, default_value_t = 8000)]
+    #[arg(long, default_value_t = crate::server::DEFAULT_PORT)]
     pub port: u16,
     /// Shape of an input with dynamic dims, NAME:DxDxD (repeatable) [default: 1 for each].
     #[arg(long = "shape", value_name = "NAME:SHAPE")]
     pub shapes: Vec<InputShape>,
     /// Model instances, each a session on its own thread.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = parse::positive_count)]
     pub instances: usize,
     /// Dynamic batching: join up to this many queued requests into one run (models whose
     /// first dimension is dynamic; partial batches are padded to it).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = parse::positive_count)]
     pub max_batch: usize,
     /// How long the first request of a batch waits for others, µs.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = crate::server::DEFAULT_BATCH_TIMEOUT_US)]
     pub batch_timeout_us: u64,
     /// Requests admitted at once (queued or running); more get 503.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = crate::server::DEFAULT_MAX_INFLIGHT, value_parser = parse::positive_count)]
     pub max_inflight: usize,
     /// Largest request body, MB (MB = 1e6 bytes); larger ones get 413.
-    #[arg(long, default_value_t = 64.0)]
+    #[arg(long, default_value_t = crate::server::DEFAULT_MAX_BODY_MB, value_parser = parse::megabytes)]
     pub max_body_mb: f64,
 }
 

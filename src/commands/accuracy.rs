@@ -1,626 +1,16 @@
-//! `acceval accuracy`: a backend's outputs against the FP32 CPU reference (§6.2 i).
-//!
-//! Every output of every reference input is compared element by element; the sums are
-//! pooled per output over all inputs (MSE = Σ(x − y)² / n over every element of every
-//! input). The worst output's MSE is graded by Table 3. NaN or Inf anywhere fails,
-//! whatever the MSE. Shapes and element types must equal the reference's: nothing is
-//! broadcast or converted.
+//! `acceval accuracy`: settings → `accuracy::evaluate` → emit. PASS/FAIL exits 0/1 when a
+//! level is required; a run that stops part-way writes what it graded, then fails.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::Path;
 
 use anyhow::bail;
-use serde::Serialize;
 
 use crate::Outcome;
-use crate::accuracy::agreement::{self, Agreement};
-use crate::accuracy::metrics::{self, Accumulator, ErrorMetrics};
-use crate::accuracy::reference::{RefManifest, Reference};
-use crate::backend::{self, SessionInfo};
-use crate::cli::{AccuracyArgs, BackendArgs};
-use crate::commands::reference::{zoo_identity, zoo_plan};
-use crate::commands::run::{check_input, input_specs, load_options};
-use crate::measure::stats::Summary;
-use crate::model::onnx::OnnxFile;
-use crate::model::tensor::TensorData;
-use crate::standard::{self, Level};
-use crate::task::detect::DetectParams;
-use crate::zoo::{self, Precision, Task};
-
-/// The definition printed with every figure.
-pub const DEFINITION: &str = "per output: MSE = Σ(output − reference)² / n over every element of every input (f64 sums); max abs error = max |output − reference|; relative L2 = ‖output − reference‖₂ / ‖reference‖₂; cosine = Σ output·reference / (‖output‖₂‖reference‖₂). The worst output's MSE is graded by Table 3 (C4 < 0.01, C3 < 0.1, C2 < 1, C1 < 10). NaN or Inf in any output fails.";
-
-#[derive(Debug, Clone, Serialize)]
-pub struct OutputResult {
-    pub name: String,
-    pub elem_type: String,
-    pub shape: Vec<usize>,
-    #[serde(flatten)]
-    pub metrics: ErrorMetrics,
-    pub level: Option<Level>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct InputOutput {
-    pub name: String,
-    #[serde(flatten)]
-    pub metrics: ErrorMetrics,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct InputResult {
-    /// `test_data_set_N`.
-    pub set: String,
-    /// What the input was made from (image, window of a series, ...).
-    pub source: String,
-    /// The worst output's MSE on this input.
-    pub mse: f64,
-    pub level: Option<Level>,
-    pub outputs: Vec<InputOutput>,
-    pub agreement: Agreement,
-    /// The backend's run on this input (copy in, forward, copy out), ms, warm.
-    pub latency_ms: f64,
-}
-
-/// Where a NaN or Inf was found.
-#[derive(Debug, Clone, Serialize)]
-pub struct Nonfinite {
-    pub output: String,
-    pub set: String,
-    pub nan_count: u64,
-    pub inf_count: u64,
-    /// Index of the first one, per dimension.
-    pub first_index: Vec<usize>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ReferenceInfo {
-    pub dir: String,
-    /// False for a folder of ONNX test data without acceval's manifest (nothing checked).
-    pub manifest: bool,
-    pub model: Option<String>,
-    pub model_sha256: Option<String>,
-    pub engine: Option<String>,
-    pub created_utc: Option<String>,
-    pub cross_check: Option<String>,
-    /// How the model under test relates to the reference's model.
-    pub relation: String,
-}
-
-/// What `acceval accuracy` reports (`--json`, schema `acceval.accuracy/1`).
-#[derive(Debug, Clone, Serialize)]
-pub struct AccuracyReport {
-    pub schema: &'static str,
-    pub model: String,
-    pub model_sha256: String,
-    pub precision: Option<Precision>,
-    pub session: SessionInfo,
-    pub reference: ReferenceInfo,
-    pub definition: &'static str,
-    /// The worst output's MSE (null when an output holds NaN/Inf).
-    pub mse: f64,
-    pub worst_output: String,
-    /// Table 3 level of `mse`; null when even C1 is missed or an output is not finite.
-    pub level: Option<Level>,
-    /// The bound the level was given by, e.g. "MSE < 0.1 (C3)".
-    pub threshold: String,
-    pub required: Option<Level>,
-    /// PASS / FAIL when a level is required, FAIL whenever an output is not finite.
-    pub verdict: Option<&'static str>,
-    pub verdict_reason: Option<String>,
-    pub outputs: Vec<OutputResult>,
-    pub inputs: Vec<InputResult>,
-    pub nonfinite: Vec<Nonfinite>,
-    pub agreement: Agreement,
-    pub agreement_text: String,
-    /// Warm runs of the backend, one per input, ms.
-    pub latency_ms: Option<Summary>,
-    pub inputs_used: usize,
-    pub inputs_available: usize,
-    /// False when a run stopped early; `error` says why.
-    pub complete: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
-    let mut idx = vec![0; shape.len()];
-    for (i, &d) in shape.iter().enumerate().rev() {
-        if d > 0 {
-            idx[i] = flat % d;
-            flat /= d;
-        }
-    }
-    idx
-}
-
-fn threshold_text(level: Option<Level>) -> String {
-    match level {
-        Some(Level::C4) => "MSE < 0.01 (C4, the strictest)".into(),
-        Some(l) => {
-            let stricter = match l {
-                Level::C1 => Level::C2,
-                Level::C2 => Level::C3,
-                _ => Level::C4,
-            };
-            format!(
-                "MSE < {} ({l}); {stricter} needs < {}",
-                standard::accuracy_bound(l),
-                standard::accuracy_bound(stricter)
-            )
-        }
-        None => "MSE ≥ 10 or not finite: below C1 (< 10)".into(),
-    }
-}
-
-/// The reference for `model` and how they relate; produced on first use for zoo models.
-pub fn find_reference(
-    model: &Path,
-    explicit: Option<&Path>,
-    b: &BackendArgs,
-) -> anyhow::Result<(Reference, String)> {
-    let zoo = zoo_identity(model);
-    let dir = match (explicit, &zoo) {
-        (Some(d), _) => d.to_path_buf(),
-        (None, Some((e, _))) => crate::util::paths::references_dir().join(e.name),
-        (None, None) => bail!(
-            "'{}' is not a zoo model: pass --reference DIR, the FP32 model's reference (make it with `acceval reference --model FP32_MODEL.onnx --inputs ...`)",
-            model.display()
-        ),
-    };
-    if explicit.is_none() && !dir.join(crate::accuracy::reference::MANIFEST).is_file() {
-        let (e, _) = zoo.as_ref().expect("zoo model");
-        eprintln!(
-            "acceval: no reference for {} in {}: computing it (FP32 on cpu, cross-checked on ort:cpu when installed)",
-            e.name,
-            dir.display()
-        );
-        let fp32 = zoo::resolve(Path::new(e.name))?;
-        // The cross-check needs ONNX Runtime; without it (a fresh machine) the reference is
-        // computed on tract alone and its manifest says the cross-check was not done.
-        let ort = backend::find("ort").map(|o| o.probe());
-        let cross = matches!(&ort, Ok(a) if a.is_available());
-        if !cross {
-            eprintln!(
-                "acceval: warning: ONNX Runtime is not installed, so the reference of {} is not cross-checked (pip install onnxruntime, then `acceval reference --model {}`)",
-                e.name, e.name
-            );
-        }
-        let mut plan = zoo_plan(e, &fp32, "cpu".parse().expect("valid"), b.threads, cross)?;
-        if !cross {
-            plan.no_cross_check_reason =
-                "ONNX Runtime was not installed when the reference was computed on first use"
-                    .into();
-        }
-        crate::accuracy::reference::produce(&plan, &dir).map_err(|err| {
-            err.context(format!(
-                "computing the reference of {} (or make it with `acceval reference --model {} [--backend ort:cpu] [--no-cross-check]`)",
-                e.name, e.name
-            ))
-        })?;
-    }
-    let r = Reference::open(&dir)?;
-    let sha = crate::util::fs::sha256_hex(
-        &std::fs::read(model)
-            .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", model.display()))?,
-    );
-    let relation = match (&r.manifest, &zoo) {
-        (Some(m), Some((e, p))) => {
-            let manifest = zoo::Manifest::read(&crate::util::paths::models_dir().join("zoo.toml"))?;
-            let want = manifest
-                .find(e.name)
-                .map(|x| x.sha256.clone())
-                .unwrap_or_default();
-            if m.model_sha256 != want {
-                bail!(
-                    "'{}' is the reference of {} (model SHA-256 {}), not of {} (SHA-256 {want} in models/zoo.toml): point --reference at {}'s reference, or recompute it with `acceval reference --model {}`",
-                    dir.join(crate::accuracy::reference::MANIFEST).display(),
-                    m.model,
-                    m.model_sha256,
-                    e.name,
-                    e.name,
-                    e.name
-                );
-            }
-            format!(
-                "zoo model {}{}: the reference's model is its FP32 original (SHA-256 checked)",
-                e.name,
-                p.suffix()
-            )
-        }
-        (Some(m), None) if m.model_sha256 == sha => {
-            "the reference's own model (SHA-256 equal)".to_string()
-        }
-        (Some(m), None) => format!(
-            "a model other than the reference's {} (SHA-256 {}): a converted model, checked by input and output names and shapes",
-            m.model_file, m.model_sha256
-        ),
-        (None, _) => {
-            "unknown: the folder has no acceval manifest, so nothing ties it to a model".to_string()
-        }
-    };
-    Ok((r, relation))
-}
-
-/// Checks the reference's declared inputs and outputs against the model's.
-fn check_structure(
-    m: &RefManifest,
-    dir: &Path,
-    inputs: &[String],
-    outputs: &[String],
-) -> anyhow::Result<()> {
-    let ri: Vec<&str> = m.inputs.iter().map(|d| d.name.as_str()).collect();
-    let ro: Vec<&str> = m.outputs.iter().map(|d| d.name.as_str()).collect();
-    if ri != inputs || ro != outputs {
-        bail!(
-            "'{}' is the reference of a model with inputs [{}] and outputs [{}]; this model has inputs [{}] and outputs [{}]: it is a reference for another model",
-            dir.join(crate::accuracy::reference::MANIFEST).display(),
-            ri.join(", "),
-            ro.join(", "),
-            inputs.join(", "),
-            outputs.join(", ")
-        );
-    }
-    Ok(())
-}
-
-/// How `evaluate` grades.
-#[derive(Debug, Clone)]
-pub struct EvalOptions {
-    /// Use only the first N inputs.
-    pub limit: Option<usize>,
-    /// The task, for decision agreement (zoo models know theirs).
-    pub task: Option<Task>,
-    /// Detection post-processing of the decision agreement.
-    pub det: DetectParams,
-    /// The Table 3 level required for PASS.
-    pub required: Option<Level>,
-}
-
-/// Grades `model` on the backend against `reference`. Errors before the first input are
-/// returned; an error during the inputs is recorded in the report (`complete: false`).
-pub fn evaluate(
-    model: &Path,
-    b: &BackendArgs,
-    reference: &Reference,
-    relation: String,
-    opts: &EvalOptions,
-) -> anyhow::Result<AccuracyReport> {
-    let EvalOptions {
-        limit,
-        task,
-        ref det,
-        required,
-    } = *opts;
-    let specs = input_specs(model)?;
-    let output_names: Vec<String> = OnnxFile::open(model)?
-        .graph()
-        .output
-        .iter()
-        .map(|o| o.name.clone())
-        .collect();
-    let input_names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-    if let Some(m) = &reference.manifest {
-        check_structure(m, &reference.dir, &input_names, &output_names)?;
-    }
-    let available = reference.sets.len();
-    let used = limit.unwrap_or(available).min(available);
-    if used == 0 {
-        bail!("the reference '{}' holds no input", reference.dir.display());
-    }
-    let set_name = |k: usize| {
-        reference.sets[k]
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let source = |k: usize| {
-        reference
-            .manifest
-            .as_ref()
-            .and_then(|m| m.sets.get(k))
-            .map(|s| s.source.clone())
-            .unwrap_or_else(|| set_name(k))
-    };
-    let first = reference.load_set(0, specs.len(), output_names.len())?;
-    let shapes = first
-        .inputs
-        .iter()
-        .map(|t| (t.name.clone(), t.data.shape().to_vec()))
-        .collect();
-    let load = load_options(b, shapes, false)?;
-    let mut session = backend::load(model, &b.backend, &load)?;
-    let zoo_task = zoo_identity(model).map(|(e, _)| e.task);
-    let task = task.or(zoo_task);
-    let input_hw = specs
-        .first()
-        .and_then(|s| {
-            let d: Vec<Option<i64>> = s.dims.iter().map(|d| d.known()).collect();
-            match d.as_slice() {
-                [_, _, Some(h), Some(w)] => Some((*w as u32, *h as u32)),
-                _ => None,
-            }
-        })
-        .unwrap_or((0, 0));
-
-    let mut acc: Vec<Accumulator> = vec![Accumulator::default(); output_names.len()];
-    let mut decl: Vec<(String, Vec<usize>)> = vec![(String::new(), Vec::new()); output_names.len()];
-    let mut inputs = Vec::with_capacity(used);
-    let mut nonfinite = Vec::new();
-    let mut agreement: Option<Agreement> = None;
-    let mut times = Vec::with_capacity(used);
-    let mut error = None;
-    // One untimed run first: the cold first inference is not a latency.
-    let warm = session.run(&first.inputs).and_then(|o| {
-        session.synchronize()?;
-        Ok(o)
-    });
-    if let Err(e) = warm {
-        return Err(anyhow::Error::from(e).context(format!(
-            "running {} on {}",
-            model.display(),
-            b.backend
-        )));
-    }
-    let mut next = Some(first);
-    for k in 0..used {
-        let step = (|| -> anyhow::Result<InputResult> {
-            let rs = match next.take() {
-                Some(s) => s,
-                None => reference.load_set(k, specs.len(), output_names.len())?,
-            };
-            for (s, t) in specs.iter().zip(&rs.inputs) {
-                check_input(
-                    s,
-                    &t.data,
-                    &format!("{}/input", reference.sets[k].display()),
-                )?;
-            }
-            let t = Instant::now();
-            let outs = session.run(&rs.inputs)?;
-            session.synchronize()?;
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            if outs.len() != rs.outputs.len() {
-                bail!(
-                    "the model gave {} outputs, the reference {} has {}",
-                    outs.len(),
-                    reference.sets[k].display(),
-                    rs.outputs.len()
-                );
-            }
-            let mut per = Vec::with_capacity(outs.len());
-            for (j, (a, r)) in outs.iter().zip(&rs.outputs).enumerate() {
-                if a.name != r.name {
-                    bail!(
-                        "output {j} is '{}' in the model but '{}' in {}/output_{j}.pb: the reference is for another model",
-                        a.name,
-                        r.name,
-                        reference.sets[k].display()
-                    );
-                }
-                let s = metrics::accumulate(&a.data, &r.data).map_err(|e| {
-                    anyhow::anyhow!(
-                        "output '{}': {e} ({}/output_{j}.pb); nothing is broadcast or converted",
-                        a.name,
-                        reference.sets[k].display()
-                    )
-                })?;
-                let m = s.finish();
-                if let Some(i) = m.first_nonfinite {
-                    nonfinite.push(Nonfinite {
-                        output: a.name.clone(),
-                        set: set_name(k),
-                        nan_count: m.nan_count,
-                        inf_count: m.inf_count,
-                        first_index: unravel(i as usize, a.data.shape()),
-                    });
-                }
-                acc[j].merge(&s);
-                decl[j] = (a.data.dtype().name().to_string(), a.data.shape().to_vec());
-                per.push(InputOutput {
-                    name: a.name.clone(),
-                    metrics: m,
-                });
-            }
-            let ag = match (
-                task,
-                outs.first().map(|o| &o.data),
-                rs.outputs.first().map(|o| &o.data),
-            ) {
-                (
-                    Some(Task::Classification),
-                    Some(TensorData::F32(a)),
-                    Some(TensorData::F32(r)),
-                ) => agreement::top1(a.as_slice().unwrap_or(&[]), r.as_slice().unwrap_or(&[])),
-                (Some(Task::Detection), Some(TensorData::F32(a)), Some(TensorData::F32(r)))
-                    if a.ndim() == 3 && a.shape()[1] > 4 =>
-                {
-                    let a: Vec<f32> = a.iter().copied().collect();
-                    let r: Vec<f32> = r.iter().copied().collect();
-                    agreement::detection(&a, &r, outs[0].data.shape()[1] - 4, input_hw, det)
-                }
-                (Some(Task::Forecasting), _, _) => Agreement::NotApplicable {
-                    reason: "regression output, no decision (see max abs error)".into(),
-                },
-                (None, _, _) => Agreement::NotApplicable {
-                    reason: "the task is unknown: pass --task".into(),
-                },
-                _ => Agreement::NotApplicable {
-                    reason: "the first output is not an FP32 tensor of the task's layout".into(),
-                },
-            };
-            let worst = per.iter().map(|o| o.metrics.mse).fold(0.0f64, |a, b| {
-                if b.is_nan() || a.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(b)
-                }
-            });
-            Ok(InputResult {
-                set: set_name(k),
-                source: source(k),
-                mse: worst,
-                level: standard::accuracy_level(worst),
-                outputs: per,
-                agreement: ag,
-                latency_ms: ms,
-            })
-        })();
-        match step {
-            Ok(r) => {
-                times.push(r.latency_ms);
-                match &mut agreement {
-                    Some(a) => a.merge(&r.agreement),
-                    None => agreement = Some(r.agreement.clone()),
-                }
-                inputs.push(r);
-            }
-            Err(e) => {
-                error = Some(format!("{e:#}"));
-                break;
-            }
-        }
-    }
-    let outputs: Vec<OutputResult> = output_names
-        .iter()
-        .zip(&acc)
-        .zip(&decl)
-        .map(|((name, a), (t, s))| {
-            let m = a.finish();
-            OutputResult {
-                name: name.clone(),
-                elem_type: t.clone(),
-                shape: s.clone(),
-                level: standard::accuracy_level(m.mse),
-                metrics: m,
-            }
-        })
-        .collect();
-    let worst = outputs
-        .iter()
-        .max_by(|a, b| {
-            let key = |m: &ErrorMetrics| if m.mse.is_nan() { f64::INFINITY } else { m.mse };
-            key(&a.metrics).total_cmp(&key(&b.metrics))
-        })
-        .expect("a model has outputs");
-    let mse = worst.metrics.mse;
-    let level = if nonfinite.is_empty() {
-        standard::accuracy_level(mse)
-    } else {
-        None
-    };
-    let (verdict, verdict_reason) = if !nonfinite.is_empty() {
-        let n = &nonfinite[0];
-        (
-            Some("FAIL"),
-            Some(format!(
-                "output '{}' holds {} NaN and {} infinite values ({} at index {:?}, and {} input(s) in all)",
-                n.output,
-                n.nan_count,
-                n.inf_count,
-                n.set,
-                n.first_index,
-                nonfinite.len()
-            )),
-        )
-    } else if error.is_some() {
-        (Some("FAIL"), Some("the run did not complete".into()))
-    } else if let Some(req) = required {
-        if standard::accuracy_meets(level, req) {
-            (
-                Some("PASS"),
-                Some(format!(
-                    "MSE {mse:.4e} < {} ({req} required)",
-                    standard::accuracy_bound(req)
-                )),
-            )
-        } else {
-            (
-                Some("FAIL"),
-                Some(format!(
-                    "MSE {mse:.4e} of output '{}' is not below {} ({req} required)",
-                    worst.name,
-                    standard::accuracy_bound(req)
-                )),
-            )
-        }
-    } else {
-        (None, None)
-    };
-    let agreement = agreement.unwrap_or(Agreement::NotApplicable {
-        reason: "no input completed".into(),
-    });
-    let m = reference.manifest.as_ref();
-    Ok(AccuracyReport {
-        schema: "acceval.accuracy/1",
-        model: model.display().to_string(),
-        model_sha256: crate::util::fs::sha256_hex(&std::fs::read(model)?),
-        precision: zoo_identity(model).map(|(_, p)| p),
-        session: session.info().clone(),
-        reference: ReferenceInfo {
-            dir: reference.dir.display().to_string(),
-            manifest: m.is_some(),
-            model: m.map(|m| m.model.clone()),
-            model_sha256: m.map(|m| m.model_sha256.clone()),
-            engine: m.map(|m| format!("{} ({})", m.engine, m.backend)),
-            created_utc: m.map(|m| m.created_utc.clone()),
-            cross_check: m.map(|m| {
-                if m.cross_check.outputs.is_empty() {
-                    m.cross_check.status.clone()
-                } else {
-                    format!(
-                        "{} with {} (max relative L2 {:.2e})",
-                        m.cross_check.status,
-                        m.cross_check.engine,
-                        m.cross_check
-                            .outputs
-                            .iter()
-                            .map(|o| o.max_rel_l2_error)
-                            .fold(0.0, f64::max)
-                    )
-                }
-            }),
-            relation,
-        },
-        definition: DEFINITION,
-        mse,
-        worst_output: worst.name.clone(),
-        level,
-        threshold: threshold_text(level),
-        required,
-        verdict,
-        verdict_reason,
-        agreement_text: agreement.text(),
-        agreement,
-        latency_ms: Summary::of(&times),
-        inputs_used: inputs.len(),
-        inputs_available: available,
-        complete: error.is_none(),
-        error,
-        outputs,
-        inputs,
-        nonfinite,
-    })
-}
-
-/// `acceval accuracy --all-precisions`: one report per precision variant.
-#[derive(Debug, Clone, Serialize)]
-pub struct PrecisionTable {
-    pub schema: &'static str,
-    pub model: String,
-    pub backend: String,
-    pub rows: Vec<AccuracyReport>,
-}
-
-fn write_json(path: Option<&PathBuf>, value: &impl Serialize) -> anyhow::Result<()> {
-    if let Some(p) = path {
-        let bytes = serde_json::to_vec_pretty(value)?;
-        crate::util::fs::write_atomic(p, &bytes)
-            .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", p.display()))?;
-    }
-    Ok(())
-}
+use crate::accuracy::evaluate::{self, EvalOptions, PrecisionTable};
+use crate::cli::AccuracyArgs;
+use crate::report::schema::Verdict;
+use crate::util::progress::Progress;
+use crate::zoo::{self, Precision};
 
 pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
     let opts = EvalOptions {
@@ -629,6 +19,9 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
         det: args.detect.params(),
         required: args.require,
     };
+    let backend = args.backend.settings()?;
+    let progress = Progress::hidden();
+    let out = args.output.outputs();
     if args.all_precisions {
         let name = zoo::canonical_name(&args.model.to_string_lossy());
         let Some((entry, _)) = zoo::parse_name(&name) else {
@@ -637,61 +30,49 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
                 args.model.display()
             );
         };
-        let mut rows = Vec::new();
-        let mut failed = None;
+        let mut t = PrecisionTable {
+            schema: "acceval.accuracy-precisions/1".into(),
+            model: entry.name.to_string(),
+            backend: backend.spec.to_string(),
+            rows: Vec::new(),
+        };
         for p in [Precision::Fp32, Precision::Fp16, Precision::Int8] {
             let model = zoo::resolve(Path::new(&format!("{}{}", entry.name, p.suffix())))?;
             let (reference, relation) =
-                find_reference(&model, args.reference.as_deref(), &args.backend)?;
-            eprintln!(
+                evaluate::find_reference(&model, args.reference.as_deref(), &backend, &progress)?;
+            progress.note(format!(
                 "acceval: grading {} on {}",
                 model.display(),
-                args.backend.backend
-            );
-            let r = evaluate(&model, &args.backend, &reference, relation, &opts)?;
-            failed = r.error.clone();
-            rows.push(r);
-            if failed.is_some() {
-                break;
+                backend.spec
+            ));
+            let r = evaluate::evaluate(&model, &backend, &reference, relation, &opts)?;
+            let failed = r.error.clone();
+            t.rows.push(r);
+            if let Some(e) = failed {
+                // What was measured is written even when a variant failed part-way.
+                out.write_files(&t)?;
+                bail!("{e}");
             }
         }
-        let t = PrecisionTable {
-            schema: "acceval.accuracy-precisions/1",
-            model: entry.name.to_string(),
-            backend: args.backend.backend.to_string(),
-            rows,
-        };
-        // What was measured is written even when a variant failed part-way.
-        write_json(args.export_json.as_ref(), &t)?;
-        if let Some(e) = failed {
-            bail!("{e}");
-        }
-        let mut o = std::io::stdout().lock();
-        if args.json {
-            serde_json::to_writer_pretty(&mut o, &t)?;
-            writeln!(o)?;
-        } else {
-            crate::report::accuracy::write_precisions(&mut o, &t)?;
-        }
-        return Ok(if t.rows.iter().any(|r| r.verdict == Some("FAIL")) {
-            Outcome::NotCompliant
-        } else {
-            Outcome::Ok
-        });
+        out.emit(&t)?;
+        return Ok(verdict(
+            t.rows.iter().any(|r| r.verdict == Some(Verdict::Fail)),
+        ));
     }
     let model = zoo::resolve(&args.model)?;
     if !model.is_file() {
         bail!("model '{}' does not exist", model.display());
     }
-    let (reference, relation) = find_reference(&model, args.reference.as_deref(), &args.backend)?;
-    let r = evaluate(&model, &args.backend, &reference, relation, &opts)?;
-    write_json(args.export_json.as_ref(), &r)?;
+    let (reference, relation) =
+        evaluate::find_reference(&model, args.reference.as_deref(), &backend, &progress)?;
+    let r = evaluate::evaluate(&model, &backend, &reference, relation, &opts)?;
+    out.write_files(&r)?;
     if let Some(e) = &r.error {
         bail!(
             "{e} ({} of {} inputs graded{})",
             r.inputs_used,
             r.inputs_available,
-            args.export_json
+            out.export_json
                 .as_ref()
                 .map(|p| format!(
                     "; the partial report (complete: false) is in {}",
@@ -700,16 +81,14 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
                 .unwrap_or_default()
         );
     }
-    let mut o = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut o, &r)?;
-        writeln!(o)?;
-    } else {
-        crate::report::accuracy::write_text(&mut o, &r)?;
-    }
-    Ok(if r.verdict == Some("FAIL") {
+    out.print(&r)?;
+    Ok(verdict(r.verdict == Some(Verdict::Fail)))
+}
+
+fn verdict(failed: bool) -> Outcome {
+    if failed {
         Outcome::NotCompliant
     } else {
         Outcome::Ok
-    })
+    }
 }

@@ -7,57 +7,13 @@ use std::path::{Path, PathBuf};
 use anyhow::bail;
 
 use crate::Outcome;
-use crate::accuracy::io;
-use crate::accuracy::reference::{self, Plan, RefInput, RefManifest};
-use crate::backend::BackendSpec;
+use crate::accuracy::reference::{self, Plan, RefInput, RefManifest, zoo_plan};
+use crate::data::io;
+
 use crate::cli::ReferenceArgs;
-use crate::commands::run::{InputSpec, check_input, input_specs};
+use crate::data::inputs::{InputSpec, check_input, input_specs};
 use crate::model::tensor::{HostTensor, TensorData};
-use crate::zoo::{self, Entry, Precision, Task};
-
-/// The zoo entry and variant of a model file, when its name and SHA-256 are the zoo's.
-pub fn zoo_identity(model: &Path) -> Option<(Entry, Precision)> {
-    let stem = model.file_stem()?.to_str()?;
-    let (entry, precision) = zoo::parse_name(stem)?;
-    let manifest = zoo::Manifest::read(&crate::util::paths::models_dir().join("zoo.toml")).ok()?;
-    let m = manifest.find(stem)?;
-    zoo::file_matches(model, &m.sha256).then_some((entry, precision))
-}
-
-/// The plan for a zoo model's reference: its FP32 file on its whole input set.
-pub fn zoo_plan<'a>(
-    entry: &Entry,
-    fp32_model: &'a Path,
-    primary: BackendSpec,
-    threads: Option<usize>,
-    cross_check: bool,
-) -> anyhow::Result<Plan<'a>> {
-    let inputs = zoo::input_set_tensors(entry)?
-        .into_iter()
-        .map(|p| RefInput {
-            source: p.label,
-            source_sha256: Some(p.file_sha256),
-            tensors: vec![HostTensor {
-                name: entry.input.to_string(),
-                data: TensorData::F32(p.tensor),
-            }],
-        })
-        .collect();
-    Ok(Plan {
-        model: fp32_model,
-        name: entry.name.to_string(),
-        primary,
-        threads,
-        cross_check,
-        no_cross_check_reason: "--no-cross-check".into(),
-        input_source: format!(
-            "input set '{}' (inputs/{}/manifest.toml; `acceval inputs build {}` writes the files)",
-            entry.input_set, entry.input_set, entry.input_set
-        ),
-        preprocessing: crate::task::preprocessing_text(entry.task).to_string(),
-        inputs,
-    })
-}
+use crate::zoo::{self, Precision, Task};
 
 fn static_shape(spec: &InputSpec) -> anyhow::Result<Vec<usize>> {
     spec.dims

@@ -11,49 +11,17 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
-use crate::accuracy::{compare, io};
+use crate::accuracy::compare;
 use crate::backend::{self, BackendSpec, LoadOptions};
+use crate::data::io;
 use crate::model::onnx::{DataType, OnnxFile};
 use crate::model::tensor::HostTensor;
-
-/// How one case ended.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Passed,
-    /// The outputs differ beyond the tolerance.
-    Mismatch,
-    /// The model or its data could not be read.
-    BadCase,
-    LoadFailed,
-    RunFailed,
-    TimedOut,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct CaseResult {
-    pub name: String,
-    /// The operator under test (the single node's op type), or `composite` for
-    /// multi-node (function-expanded) cases.
-    pub op: String,
-    pub status: Status,
-    pub reason: Option<String>,
-    pub max_abs_diff: Option<f64>,
-    pub seconds: f64,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Counts {
-    pub cases: usize,
-    pub loaded: usize,
-    pub ran: usize,
-    pub passed: usize,
-}
+pub use crate::report::schema::conformance::{
+    CaseResult, ConformanceReport as Report, Counts, Status, SuiteTypes,
+};
 
 impl Counts {
-    fn add(&mut self, s: &Status) {
+    pub(crate) fn add(&mut self, s: &Status) {
         self.cases += 1;
         if !matches!(s, Status::BadCase | Status::LoadFailed) {
             self.loaded += 1;
@@ -71,34 +39,13 @@ impl Counts {
     }
 }
 
-/// What `acceval conformance` reports.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub schema: &'static str,
-    pub backend: String,
-    pub engine: Option<String>,
-    pub suite: String,
-    pub rtol: f64,
-    pub atol: f64,
-    /// `fp32` or `all`.
-    pub types: crate::cli::SuiteTypes,
-    /// Cases in the suite folder, and how many the type selection skipped.
-    pub cases_found: usize,
-    pub cases_skipped: usize,
-    pub totals: Counts,
-    pub pass_rate: Option<f64>,
-    pub by_op: BTreeMap<String, Counts>,
-    pub cases: Vec<CaseResult>,
-    pub seconds: f64,
-}
-
 /// Settings of a conformance run.
 pub struct Settings {
     pub spec: BackendSpec,
     pub load: LoadOptions,
     pub rtol: f64,
     pub atol: f64,
-    pub types: crate::cli::SuiteTypes,
+    pub types: SuiteTypes,
     pub filter: Option<String>,
     pub case_timeout: Duration,
 }
@@ -191,7 +138,7 @@ fn run_case(case: &Case, s: &Settings) -> (Status, Option<String>, Option<f64>) 
             })
             .collect()
     };
-    let model_inputs = match crate::commands::run::input_specs(&case.dir.join("model.onnx")) {
+    let model_inputs = match crate::data::inputs::input_specs(&case.dir.join("model.onnx")) {
         Ok(v) => v,
         Err(e) => return (Status::BadCase, Some(format!("{e:#}")), None),
     };
@@ -346,7 +293,7 @@ pub fn run_suite(
         }
     }
     let before = cases.len();
-    if s.types == crate::cli::SuiteTypes::Fp32 {
+    if s.types == SuiteTypes::Fp32 {
         cases.retain(|c| c.fp32);
     }
     let skipped = before - cases.len();
@@ -430,7 +377,7 @@ pub fn run_suite(
         .ok()
         .map(|b| b.probe().to_string());
     Ok(Report {
-        schema: "acceval.conformance/1",
+        schema: "acceval.conformance/1".into(),
         backend: s.spec.to_string(),
         engine,
         suite: dir.display().to_string(),
@@ -444,5 +391,6 @@ pub fn run_suite(
         by_op,
         cases: results,
         seconds: t0.elapsed().as_secs_f64(),
+        show_failures: false,
     })
 }

@@ -5,7 +5,7 @@
 
 use std::ffi::{c_int, c_uint};
 
-use serde::Serialize;
+pub use crate::report::schema::devices::{Ascend, Npu};
 
 /// Where DCMI is installed by the Ascend driver.
 pub const DCMI_PATHS: [&str; 4] = [
@@ -14,26 +14,6 @@ pub const DCMI_PATHS: [&str; 4] = [
     "/usr/local/Ascend/driver/lib64/driver/libdcmi.so",
     "/usr/local/Ascend/driver/lib64/libdcmi.so",
 ];
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Npu {
-    pub card_id: i32,
-    pub device_id: i32,
-    pub chip_name: String,
-    pub chip_type: String,
-    pub aicore_count: Option<u32>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Ascend {
-    /// `dcmi`, `npu-smi`, or `None` when neither was found.
-    pub source: Option<String>,
-    pub not_available: Option<String>,
-    pub dcmi_version: Option<String>,
-    pub npus: Vec<Npu>,
-    /// `npu-smi info` as printed, when that was the source.
-    pub npu_smi: Option<String>,
-}
 
 #[repr(C)]
 struct ChipInfo {

@@ -10,71 +10,11 @@ pub mod ascend;
 pub mod nvidia;
 pub mod telemetry;
 
-use serde::Serialize;
+pub use crate::report::schema::devices::{
+    BackendStatus, Container, Devices, Host, OnnxRuntime, ProviderStatus,
+};
 
-use crate::backend::{self, Availability};
-
-/// The host machine.
-#[derive(Debug, Clone, Serialize)]
-pub struct Host {
-    /// Processor architecture as Rust names it (`x86_64`, `aarch64`, `riscv64`, ...).
-    pub arch: String,
-    pub cpu_model: String,
-    pub cpu_vendor: String,
-    pub physical_cores: Option<usize>,
-    pub logical_cpus: usize,
-    pub cpu_frequency_mhz: Option<u64>,
-    pub memory_bytes: u64,
-    pub os: String,
-    pub os_version: String,
-    pub kernel: String,
-    pub hostname: String,
-    pub container: Container,
-}
-
-/// Whether the process runs in a container, and the evidence.
-#[derive(Debug, Clone, Serialize)]
-pub struct Container {
-    pub in_container: bool,
-    /// `docker`, `podman`, `kubernetes`, `containerd`, `lxc`, ... when recognisable.
-    pub runtime: Option<String>,
-    pub evidence: Vec<String>,
-}
-
-/// A backend and what it can do here.
-#[derive(Debug, Clone, Serialize)]
-pub struct BackendStatus {
-    pub name: String,
-    pub summary: String,
-    pub availability: Availability,
-    pub providers: Vec<ProviderStatus>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ProviderStatus {
-    pub name: String,
-    pub availability: Availability,
-}
-
-/// The ONNX Runtime library acceval would load.
-#[derive(Debug, Clone, Serialize)]
-pub struct OnnxRuntime {
-    pub library: Option<crate::backend::ort::OrtLibrary>,
-    pub not_found: Option<String>,
-    /// Execution providers compiled into the library (ONNX Runtime's names).
-    pub providers: Vec<String>,
-}
-
-/// Everything `acceval devices` reports.
-#[derive(Debug, Clone, Serialize)]
-pub struct Devices {
-    pub schema: &'static str,
-    pub host: Host,
-    pub nvidia: nvidia::Nvidia,
-    pub ascend: ascend::Ascend,
-    pub onnxruntime: OnnxRuntime,
-    pub backends: Vec<BackendStatus>,
-}
+use crate::backend;
 
 /// Detects the container runtime from the usual markers.
 pub fn container() -> Container {
@@ -207,7 +147,7 @@ pub fn identify() -> Devices {
         })
         .collect();
     Devices {
-        schema: "acceval.devices/1",
+        schema: "acceval.devices/1".into(),
         host: host(),
         nvidia: nvidia::identify(),
         ascend: ascend::identify(),

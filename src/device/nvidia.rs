@@ -1,29 +1,6 @@
 //! NVIDIA GPUs through NVML (`libnvidia-ml.so.1`, loaded at run time by nvml-wrapper).
 
-use serde::Serialize;
-
-/// One GPU as NVML describes it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Gpu {
-    pub index: u32,
-    pub name: String,
-    pub uuid: String,
-    pub pci_bus_id: String,
-    pub memory_bytes: u64,
-    /// The enforced power limit, W.
-    pub power_limit_w: Option<f64>,
-}
-
-/// NVML's view of the machine.
-#[derive(Debug, Clone, Serialize)]
-pub struct Nvidia {
-    /// Why NVML could not be used (no driver, no library); `None` when it answered.
-    pub not_available: Option<String>,
-    pub driver_version: Option<String>,
-    /// The CUDA version the driver supports, e.g. `13.0`.
-    pub cuda_driver_version: Option<String>,
-    pub gpus: Vec<Gpu>,
-}
+pub use crate::report::schema::devices::{Gpu, Nvidia};
 
 /// Queries NVML.
 pub fn identify() -> Nvidia {

@@ -245,7 +245,7 @@ fn request_bodies(
     }
     if let Some((entry, _)) = crate::zoo::parse_name(&crate::zoo::canonical_name(&args.model)) {
         let model = crate::zoo::resolve(std::path::Path::new(&args.model))?;
-        let specs = crate::commands::run::input_specs(&model)?;
+        let specs = crate::data::inputs::input_specs(&model)?;
         let set = crate::zoo::input_set_tensors(&entry)?;
         let name = specs.first().map(|s| s.name.clone()).unwrap_or_default();
         let bodies = set

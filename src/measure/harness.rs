@@ -10,44 +10,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 use super::stats::{Summary, min_samples};
-
-/// The most stages a sample can have.
-pub const MAX_STAGES: usize = 6;
-
-/// How long and how often to measure.
-#[derive(Debug, Clone, Serialize)]
-pub struct Policy {
-    /// Warm-up samples (untimed) — at least this many...
-    pub warmup: usize,
-    /// ...and for at least this long, s.
-    pub warmup_time_s: f64,
-    /// Steady samples — at least this many...
-    pub runs: usize,
-    /// ...and for at least this long, s (both minimums apply, as in MLPerf LoadGen).
-    pub duration_s: f64,
-    /// Idle time between samples, ms (a camera at 25 fps is not back-to-back).
-    pub interval_ms: f64,
-    /// The percentile the run is judged on (0.9 = P90).
-    pub percentile: f64,
-    /// Largest coefficient of variation of the end-to-end latency.
-    pub max_cv: f64,
-    /// Largest spread of the medians of the last 3 of 5 windows, max/min − 1.
-    pub stability: f64,
-}
-
-/// One timed sample.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Sample {
-    /// Start, ms after the first steady sample started.
-    pub start_ms: f64,
-    /// End to end, ms (host wall clock around the closure).
-    pub total_ms: f64,
-    /// Per-stage times, ms, in the order of the stage names.
-    pub stages: [f64; MAX_STAGES],
-}
+use crate::report::schema::Verdict;
+pub use crate::report::schema::bench::{MAX_STAGES, Policy, Rule, Sample, Validity};
 
 /// What the loop measured.
 #[derive(Debug, Clone)]
@@ -61,21 +26,6 @@ pub struct Measured {
     pub interrupted: bool,
     /// The sample that failed, when one did.
     pub error: Option<String>,
-}
-
-/// One validity rule and whether it held.
-#[derive(Debug, Clone, Serialize)]
-pub struct Rule {
-    pub rule: String,
-    pub passed: bool,
-    pub detail: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Validity {
-    /// "VALID" or "INVALID".
-    pub result: &'static str,
-    pub rules: Vec<Rule>,
 }
 
 /// Runs the policy: warm-up, then timed samples until both minimums are met, `stop` is set
@@ -265,9 +215,9 @@ pub fn validity(policy: &Policy, m: &Measured, totals: Option<&Summary>) -> Vali
     });
     Validity {
         result: if rules.iter().all(|r| r.passed) {
-            "VALID"
+            Verdict::Valid
         } else {
-            "INVALID"
+            Verdict::Invalid
         },
         rules,
     }
@@ -387,7 +337,7 @@ mod tests {
         let mut few = m.clone();
         few.samples.truncate(63);
         let v = validity(&policy(63), &few, Summary::of(&totals[..63]).as_ref());
-        assert_eq!(v.result, "INVALID");
+        assert_eq!(v.result, Verdict::Invalid);
         assert!(!v.rules[0].passed);
         // An error stops the run and fails "completed".
         let m = run(

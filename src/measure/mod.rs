@@ -1,4 +1,6 @@
 //! Measurement: statistics over raw samples (and, later, the harness and its policies).
 
+pub mod bench;
 pub mod harness;
+pub mod run;
 pub mod stats;

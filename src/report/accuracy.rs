@@ -2,26 +2,18 @@
 
 use std::io::Write;
 
-use crate::commands::accuracy::{AccuracyReport, PrecisionTable};
+use crate::report::export::{Document, Table};
+use crate::report::schema::accuracy::{AccuracyReport, DEFINITION, PrecisionTable};
 use crate::standard::Level;
 
-/// An error figure: 4 significant digits, "n/a: not finite" for NaN.
-pub fn e(v: f64) -> String {
-    if v.is_nan() {
-        "n/a: NaN/Inf output".into()
-    } else if v == 0.0 {
-        "0".into()
-    } else {
-        format!("{v:.4e}")
-    }
-}
+pub use crate::util::fmt::sci as e;
 
 fn level(l: Option<Level>) -> String {
     l.map(|l| l.to_string())
         .unwrap_or_else(|| "none (< C1)".into())
 }
 
-pub fn write_text(o: &mut impl Write, r: &AccuracyReport) -> std::io::Result<()> {
+pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
     let s = &r.session;
     writeln!(o, "Model:     {}", r.model)?;
     writeln!(o, "Backend:   {} — {} on {}", s.backend, s.engine, s.device)?;
@@ -139,7 +131,7 @@ pub fn write_text(o: &mut impl Write, r: &AccuracyReport) -> std::io::Result<()>
     writeln!(o, "Definitions: {}", r.definition)
 }
 
-pub fn write_precisions(o: &mut impl Write, t: &PrecisionTable) -> std::io::Result<()> {
+pub fn write_precisions(o: &mut dyn Write, t: &PrecisionTable) -> std::io::Result<()> {
     writeln!(
         o,
         "{} on {}: every variant against the FP32 CPU reference ({})",
@@ -177,7 +169,9 @@ pub fn write_precisions(o: &mut impl Write, t: &PrecisionTable) -> std::io::Resu
                 .as_ref()
                 .map(|l| format!("{:.3}", l.p50))
                 .unwrap_or_else(|| "n/a".into()),
-            r.verdict.unwrap_or("-").to_string(),
+            r.verdict
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "-".into()),
         ]);
     }
     super::right(&mut tb, &[1, 3, 4, 6]);
@@ -186,6 +180,113 @@ pub fn write_precisions(o: &mut impl Write, t: &PrecisionTable) -> std::io::Resu
         o,
         "{} inputs each; latency: median of one warm backend run per input. Definitions: {}",
         t.rows.first().map(|r| r.inputs_used).unwrap_or(0),
-        crate::commands::accuracy::DEFINITION
+        DEFINITION
     )
+}
+
+/// One row per output: the pooled error figures and the output's Table 3 level.
+fn outputs_table(r: &AccuracyReport) -> Table {
+    let mut t = Table::new(
+        "accuracy_outputs.csv",
+        &[
+            "output",
+            "elem_type",
+            "shape",
+            "elements",
+            "mse",
+            "max_abs_error",
+            "rel_l2_error",
+            "cosine",
+            "nan_count",
+            "inf_count",
+            "level",
+        ],
+    );
+    for o in &r.outputs {
+        let m = &o.metrics;
+        t.push(vec![
+            o.name.clone(),
+            o.elem_type.clone(),
+            o.shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("x"),
+            m.elements.to_string(),
+            m.mse.to_string(),
+            m.max_abs_error.to_string(),
+            m.rel_l2_error.to_string(),
+            m.cosine.to_string(),
+            m.nan_count.to_string(),
+            m.inf_count.to_string(),
+            o.level.map(|l| l.to_string()).unwrap_or_default(),
+        ]);
+    }
+    t
+}
+
+/// One row per input: the worst output's MSE on it and the backend's time.
+fn inputs_table(r: &AccuracyReport) -> Table {
+    let mut t = Table::new(
+        "accuracy_inputs.csv",
+        &["set", "source", "mse", "level", "agreement", "latency_ms"],
+    );
+    for i in &r.inputs {
+        t.push(vec![
+            i.set.clone(),
+            i.source.clone(),
+            i.mse.to_string(),
+            i.level.map(|l| l.to_string()).unwrap_or_default(),
+            i.agreement.text(),
+            i.latency_ms.to_string(),
+        ]);
+    }
+    t
+}
+
+impl Document for AccuracyReport {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        write_text(o, self)
+    }
+    fn tables(&self) -> Vec<Table> {
+        vec![outputs_table(self), inputs_table(self)]
+    }
+    fn json_name(&self) -> &'static str {
+        "accuracy.json"
+    }
+}
+
+impl Document for PrecisionTable {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        write_precisions(o, self)
+    }
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new(
+            "accuracy_precisions.csv",
+            &[
+                "model",
+                "precision",
+                "mse",
+                "worst_output",
+                "level",
+                "agreement",
+                "verdict",
+            ],
+        );
+        for r in &self.rows {
+            t.push(vec![
+                r.model.clone(),
+                r.precision.map(|p| p.to_string()).unwrap_or_default(),
+                r.mse.to_string(),
+                r.worst_output.clone(),
+                r.level.map(|l| l.to_string()).unwrap_or_default(),
+                r.agreement_text.clone(),
+                r.verdict.map(|v| v.to_string()).unwrap_or_default(),
+            ]);
+        }
+        vec![t]
+    }
+    fn json_name(&self) -> &'static str {
+        "accuracy_precisions.json"
+    }
 }

@@ -1,12 +1,12 @@
 //! Views of `acceval bench`: the terminal summary (one row per metric, MindIE's columns)
 //! and the CSV exports.
 
-use std::fmt::Write as _;
 use std::io::Write;
 
-use crate::commands::bench::BenchReport;
-use crate::device::telemetry::Recording;
-use crate::measure::stats::Summary;
+use crate::report::export::{Document, Table};
+use crate::report::schema::bench::BenchReport;
+use crate::report::schema::stats::Summary;
+use crate::report::schema::telemetry::Recording;
 
 fn f3(v: f64) -> String {
     format!("{v:.3}")
@@ -35,7 +35,7 @@ fn opt(v: Option<f64>, unit: &str) -> String {
     }
 }
 
-pub fn write_text(o: &mut impl Write, r: &BenchReport) -> std::io::Result<()> {
+pub fn write_text(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     let s = &r.session;
     writeln!(o, "Model:    {} ({})", r.model, r.mode)?;
     writeln!(o, "Backend:  {} — {} on {}", s.backend, s.engine, s.device)?;
@@ -83,7 +83,7 @@ pub fn write_text(o: &mut impl Write, r: &BenchReport) -> std::io::Result<()> {
         t.add_row(row("end to end", l));
     }
     for name in &r.stage_names {
-        if let Some(st) = r.stages.get(*name).and_then(|s| s.latency_ms.as_ref()) {
+        if let Some(st) = r.stages.get(name).and_then(|s| s.latency_ms.as_ref()) {
             t.add_row(row(&format!("  {name}"), st));
         }
     }
@@ -239,80 +239,113 @@ pub fn write_text(o: &mut impl Write, r: &BenchReport) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The summary, one row per metric with MindIE's columns.
-pub fn summary_csv(r: &BenchReport) -> String {
-    let mut s = String::from("metric,unit,average,min,max,stddev,p50,p75,p90,p99,p99.9,n\n");
+/// The summary, one row per metric with MindIE's columns (`metrics.csv`).
+pub fn summary_table(r: &BenchReport) -> Table {
+    let mut t = Table::new(
+        "metrics.csv",
+        &[
+            "metric", "unit", "average", "min", "max", "stddev", "p50", "p75", "p90", "p99",
+            "p99.9", "n",
+        ],
+    );
     let mut add = |name: &str, x: &Summary| {
-        let _ = writeln!(
-            s,
-            "{name},ms,{},{},{},{},{},{},{},{},{},{}",
-            x.mean,
-            x.min,
-            x.max,
-            x.stddev,
-            x.p50,
-            x.p75,
-            x.p90,
-            x.p99,
+        t.push(vec![
+            name.to_string(),
+            "ms".into(),
+            x.mean.to_string(),
+            x.min.to_string(),
+            x.max.to_string(),
+            x.stddev.to_string(),
+            x.p50.to_string(),
+            x.p75.to_string(),
+            x.p90.to_string(),
+            x.p99.to_string(),
             x.p999.map(|v| v.to_string()).unwrap_or_default(),
-            x.n
-        );
+            x.n.to_string(),
+        ]);
     };
     if let Some(l) = &r.latency_ms {
         add("latency", l);
     }
     for name in &r.stage_names {
-        if let Some(st) = r.stages.get(*name).and_then(|s| s.latency_ms.as_ref()) {
+        if let Some(st) = r.stages.get(name).and_then(|s| s.latency_ms.as_ref()) {
             add(name, st);
         }
     }
     for (name, f) in [("fps", &r.fps), ("throughput", &r.throughput)] {
-        let _ = writeln!(
-            s,
-            "{name},{},{},,,,,,,,,{}",
-            f.unit,
+        let mut row = vec![
+            name.to_string(),
+            f.unit.clone(),
             f.value.map(|v| v.to_string()).unwrap_or_default(),
-            r.samples
-        );
+        ];
+        row.extend(std::iter::repeat_n(String::new(), 8));
+        row.push(r.samples.to_string());
+        t.push(row);
     }
-    s
+    t
 }
 
-/// Every sample: index, start, end to end and each stage, ms.
-pub fn samples_csv(r: &BenchReport) -> String {
-    let mut s = String::from("index,start_ms,latency_ms");
-    for n in &r.stage_names {
-        let _ = write!(s, ",{n}_ms");
-    }
-    s.push('\n');
+/// Every sample: index, start, end to end and each stage, ms (`samples.csv`).
+pub fn samples_table(r: &BenchReport) -> Table {
+    let mut header = vec!["index".to_string(), "start_ms".into(), "latency_ms".into()];
+    header.extend(r.stage_names.iter().map(|n| format!("{n}_ms")));
+    let mut t = Table {
+        file: "samples.csv".into(),
+        header,
+        rows: Vec::with_capacity(r.raw.len()),
+    };
     for (i, x) in r.raw.iter().enumerate() {
-        let _ = write!(s, "{i},{},{}", x.start_ms, x.total_ms);
-        for k in 0..r.stage_names.len() {
-            let _ = write!(s, ",{}", x.stages[k]);
-        }
-        s.push('\n');
+        let mut row = vec![
+            i.to_string(),
+            x.start_ms.to_string(),
+            x.total_ms.to_string(),
+        ];
+        row.extend(
+            x.stages[..r.stage_names.len()]
+                .iter()
+                .map(|v| v.to_string()),
+        );
+        t.push(row);
     }
-    s
+    t
 }
 
 /// The telemetry timeline: one row per tick, one column per channel (empty when a read
-/// failed or the channel has no value at the first tick).
-pub fn telemetry_csv(rec: &Recording) -> String {
-    let mut s = String::from("t_ms");
-    for c in &rec.channels {
-        let _ = write!(s, ",{}", c.name);
-    }
-    s.push('\n');
-    for t in &rec.ticks {
-        let _ = write!(s, "{}", t.t_ms);
-        for v in &t.values {
+/// failed or the channel has no value at the first tick) (`telemetry.csv`).
+pub fn telemetry_table(rec: &Recording) -> Table {
+    let mut header = vec!["t_ms".to_string()];
+    header.extend(rec.channels.iter().map(|c| c.name.clone()));
+    let mut t = Table {
+        file: "telemetry.csv".into(),
+        header,
+        rows: Vec::with_capacity(rec.ticks.len()),
+    };
+    for tick in &rec.ticks {
+        let mut row = vec![tick.t_ms.to_string()];
+        row.extend(tick.values.iter().map(|v| {
             if v.is_finite() {
-                let _ = write!(s, ",{v}");
+                v.to_string()
             } else {
-                s.push(',');
+                String::new()
             }
-        }
-        s.push('\n');
+        }));
+        t.push(row);
     }
-    s
+    t
+}
+
+impl Document for BenchReport {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        write_text(o, self)
+    }
+    fn tables(&self) -> Vec<Table> {
+        let mut v = vec![summary_table(self), samples_table(self)];
+        if let Some(rec) = &self.recording {
+            v.push(telemetry_table(rec));
+        }
+        v
+    }
+    fn json_name(&self) -> &'static str {
+        "bench.json"
+    }
 }

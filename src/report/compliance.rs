@@ -1,10 +1,9 @@
-//! The compliance report's views, rendered from `report.json` alone (so `acceval report`
-//! reproduces them): Markdown, one self-contained HTML file with SVG charts, the clause
-//! table as CSV, and the terminal summary.
+//! The compliance report's views, rendered from the typed [`GradeReport`] alone (so
+//! `acceval report` reproduces them from report.json): Markdown, one self-contained HTML file
+//! with SVG charts (report::chart), the clause table as CSV, and the terminal summary.
 //!
-//! The SVG charts are written by hand: four simple charts (histogram, CDF, time series,
-//! bars) do not justify a plotting crate and its font/raster dependencies, and the output
-//! must stay a single file with no network access.
+//! Both document views are built from one list of [`Block`]s, made by one function per
+//! section; a new section is one function and one line in [`blocks`].
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -13,23 +12,49 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::report::chart;
+use crate::report::export::Table as CsvTable;
+use crate::report::schema::Verdict;
+use crate::report::schema::grade::GradeReport;
+use crate::report::schema::stats::Summary;
+use crate::standard::Level;
 
+/// A number as the report writes it: 0, 3 decimals, or 4-digit scientific notation below
+/// 0.01 and from 10^6; "n/a" for NaN.
+fn num(f: f64) -> String {
+    if f.is_nan() || f.is_infinite() {
+        "n/a".into()
+    } else if f == 0.0 {
+        "0".into()
+    } else if f.abs() < 0.01 || f.abs() >= 1e6 {
+        format!("{f:.4e}")
+    } else {
+        format!("{f:.3}")
+    }
+}
+
+fn onum(f: Option<f64>) -> String {
+    f.map(num).unwrap_or_else(|| "n/a".into())
+}
+
+fn oint<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "n/a".into())
+}
+
+fn ostr(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "n/a".into())
+}
+
+fn level(l: Option<Level>) -> String {
+    l.map(|l| l.to_string()).unwrap_or_else(|| "none".into())
+}
+
+/// An untyped value (the QPS and LLM sections) as the report writes it.
 fn s(v: &Value) -> String {
     match v {
         Value::Null => "n/a".into(),
         Value::String(x) => x.clone(),
-        Value::Number(n) => {
-            let f = n.as_f64().unwrap_or(0.0);
-            if n.is_u64() || n.is_i64() {
-                n.to_string()
-            } else if f == 0.0 {
-                "0".into()
-            } else if f.abs() < 0.01 || f.abs() >= 1e6 {
-                format!("{f:.4e}")
-            } else {
-                format!("{f:.3}")
-            }
-        }
+        Value::Number(n) if n.is_u64() || n.is_i64() => n.to_string(),
+        Value::Number(n) => num(n.as_f64().unwrap_or(f64::NAN)),
         other => other.to_string(),
     }
 }
@@ -39,10 +64,7 @@ fn md_escape(x: &str) -> String {
 }
 
 fn html_escape(x: &str) -> String {
-    x.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    chart::svg::escape(x)
 }
 
 /// A table as (header, rows) of plain strings, rendered by both views.
@@ -109,8 +131,7 @@ enum Block {
 }
 
 /// A percentile number as written: 90, 99.9.
-fn pct(v: &Value) -> String {
-    let f = v.as_f64().unwrap_or(f64::NAN);
+fn pct(f: f64) -> String {
     if f.fract() == 0.0 {
         format!("{f:.0}")
     } else {
@@ -118,111 +139,125 @@ fn pct(v: &Value) -> String {
     }
 }
 
-fn level(v: &Value) -> String {
-    v.as_str().unwrap_or("none").to_string()
+fn summary_row(name: &str, x: &Summary) -> Vec<String> {
+    vec![
+        name.to_string(),
+        num(x.mean),
+        num(x.min),
+        num(x.max),
+        num(x.stddev),
+        num(x.p50),
+        num(x.p75),
+        num(x.p90),
+        num(x.p99),
+        onum(x.p999),
+        x.n.to_string(),
+    ]
 }
 
-fn summary_row(name: &str, x: &Value) -> Vec<String> {
-    let mut r = vec![name.to_string()];
-    for k in [
-        "mean", "min", "max", "stddev", "p50", "p75", "p90", "p99", "p999", "n",
-    ] {
-        r.push(match &x[k] {
-            Value::Null => "n/a".into(),
-            v => s(v),
-        });
-    }
-    r
-}
-
-fn blocks(v: &Value) -> Vec<Block> {
+fn blocks(r: &GradeReport) -> Vec<Block> {
     let mut b = Vec::new();
-    let p = &v["profile"];
+    head(r, &mut b);
+    levels(r, &mut b);
+    clauses(r, &mut b);
+    accuracy(r, &mut b);
+    speed(r, &mut b);
+    telemetry(r, &mut b);
+    qps(r, &mut b);
+    llm(r, &mut b);
+    environment(r, &mut b);
+    decisions(r, &mut b);
+    b
+}
+
+fn head(r: &GradeReport, b: &mut Vec<Block>) {
+    let p = &r.profile;
     b.push(Block::Heading(format!(
         "acceval compliance report — {} on {}",
-        s(&p["name"]),
-        s(&v["backend"])
+        p.name, r.backend
     )));
-    let verdict = s(&v["verdict"]);
-    let mut lead = format!("**Verdict: {verdict}**");
-    if let Some(rs) = v["verdict_reasons"].as_array().filter(|a| !a.is_empty()) {
+    let mut lead = format!("**Verdict: {}**", r.verdict);
+    if !r.verdict_reasons.is_empty() {
         lead.push_str(" — ");
-        lead.push_str(&rs.iter().map(s).collect::<Vec<_>>().join("; "));
+        lead.push_str(&r.verdict_reasons.join("; "));
     }
     b.push(Block::Para(lead));
     b.push(Block::Para(format!(
         "Scenario: {} ({}). Model: {}. Created {} by acceval {} ({}). Command: `{}`.{}",
-        s(&p["scenario"]),
-        s(&p["description"]),
-        s(&p["model"]["name"]),
-        s(&v["created_utc"]),
-        s(&v["tool"]["version"]),
-        s(&v["tool"]["git_commit"]),
-        v["command_line"]
-            .as_array()
-            .map(|a| a.iter().map(s).collect::<Vec<_>>().join(" "))
-            .unwrap_or_default(),
-        if v["policy_overridden"] == true {
+        p.scenario,
+        p.description,
+        p.model.name,
+        r.created_utc,
+        r.tool.version,
+        r.tool.git_commit,
+        r.command_line.join(" "),
+        if r.policy_overridden {
             " **The run policy was overridden on the command line: this report is not a certification result.**"
         } else {
             ""
         }
     )));
-    // Levels at a glance.
+}
+
+/// Levels at a glance.
+fn levels(r: &GradeReport, b: &mut Vec<Block>) {
     let mut t = Table::new(&["table", "what", "measured", "level", "required", "verdict"]);
-    let m = &v["model"];
-    if !m.is_null() {
+    if let Some(m) = &r.model {
         t.row(vec![
             "Table 1".into(),
             "parameter size".into(),
-            format!("{} MB ({} parameters)", s(&m["params_mb"]), s(&m["params"])),
-            level(&m["table1_level"]),
+            format!("{} MB ({} parameters)", num(m.params_mb), m.params),
+            level(m.table1_level),
             "—".into(),
             "graded".into(),
         ]);
         t.row(vec![
             "Table 2".into(),
             "compute".into(),
-            format!("{} GFLOPs ({} MACs)", s(&m["gflops"]), s(&m["macs"])),
-            level(&m["table2_level"]),
+            format!("{} GFLOPs ({} MACs)", onum(m.gflops), oint(m.macs)),
+            level(m.table2_level),
             "—".into(),
             "graded".into(),
         ]);
     }
-    for a in v["accuracy"].as_array().into_iter().flatten() {
+    for a in &r.accuracy {
         t.row(vec![
             "Table 3".into(),
             format!(
                 "accuracy, {}",
-                a["precision"].as_str().unwrap_or("?").to_uppercase()
+                a.precision
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "?".into())
             ),
-            format!("MSE {}", s(&a["mse"])),
-            level(&a["level"]),
-            format!("{} (Table 4)", s(&p["accuracy"]["required"])),
-            s(&a["verdict"]),
+            format!("MSE {}", num(a.mse)),
+            level(a.level),
+            format!("{} (Table 4)", r.profile.accuracy.required),
+            a.verdict
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "n/a".into()),
         ]);
     }
-    let sp = &v["speed"];
-    if !sp.is_null() {
+    if let Some(sp) = &r.speed {
         t.row(vec![
             "Table 5".into(),
             "speed (profile thresholds)".into(),
             format!(
                 "P{} {} ms, FPS {}, run {}",
-                pct(&sp["percentile"]),
-                s(&sp["latency_at_percentile_ms"]),
-                s(&sp["fps"]),
-                s(&sp["bench"]["validity"]["result"])
+                pct(sp.percentile),
+                onum(sp.latency_at_percentile_ms),
+                onum(sp.fps),
+                sp.bench.validity.result
             ),
-            level(&sp["achieved"]),
-            s(&sp["required"]),
-            if sp["meets"] == true { "PASS" } else { "FAIL" }.into(),
+            level(sp.achieved),
+            sp.required.to_string(),
+            if sp.meets { "PASS" } else { "FAIL" }.into(),
         ]);
     }
     b.push(Block::Heading("Levels".into()));
     b.push(Block::Table(t));
+}
 
-    // Clause by clause.
+fn clauses(r: &GradeReport, b: &mut Vec<Block>) {
     b.push(Block::Heading("Clause by clause".into()));
     b.push(Block::Para("Source: standard — the draft's requirement; profile — a threshold this profile sets where the draft gives none.".into()));
     let mut t = Table::new(&[
@@ -234,20 +269,21 @@ fn blocks(v: &Value) -> Vec<Block> {
         "reason",
         "source",
     ]);
-    for c in v["clauses"].as_array().into_iter().flatten() {
+    for c in &r.clauses {
         t.row(vec![
-            s(&c["clause"]),
-            s(&c["title"]),
-            s(&c["requirement"]),
-            s(&c["measured"]),
-            s(&c["verdict"]),
-            c["reason"].as_str().unwrap_or("").to_string(),
-            s(&c["source"]),
+            c.clause.clone(),
+            c.title.clone(),
+            c.requirement.clone(),
+            c.measured.clone(),
+            c.verdict.to_string(),
+            c.reason.clone().unwrap_or_default(),
+            c.source.to_string(),
         ]);
     }
     b.push(Block::Table(t));
+}
 
-    // Accuracy per output.
+fn accuracy(r: &GradeReport, b: &mut Vec<Block>) {
     b.push(Block::Heading("Accuracy (Table 3) per output".into()));
     let mut t = Table::new(&[
         "precision",
@@ -262,414 +298,410 @@ fn blocks(v: &Value) -> Vec<Block> {
         "decision",
     ]);
     let mut bars = Vec::new();
-    for a in v["accuracy"].as_array().into_iter().flatten() {
-        let prec = a["precision"].as_str().unwrap_or("?").to_uppercase();
-        for o in a["outputs"].as_array().into_iter().flatten() {
+    for a in &r.accuracy {
+        let prec = a
+            .precision
+            .map(|p| p.to_string())
+            .unwrap_or_else(|| "?".into());
+        for o in &a.outputs {
+            let m = &o.metrics;
             t.row(vec![
                 prec.clone(),
-                s(&o["name"]),
-                s(&o["elements"]),
-                s(&o["mse"]),
-                s(&o["max_abs_error"]),
-                s(&o["rel_l2_error"]),
-                s(&o["cosine"]),
-                format!("{}/{}", s(&o["nan_count"]), s(&o["inf_count"])),
-                level(&o["level"]),
-                s(&a["agreement_text"]),
+                o.name.clone(),
+                m.elements.to_string(),
+                num(m.mse),
+                num(m.max_abs_error),
+                num(m.rel_l2_error),
+                num(m.cosine),
+                format!("{}/{}", m.nan_count, m.inf_count),
+                level(o.level),
+                a.agreement_text.clone(),
             ]);
-            if let Some(x) = o["mse"].as_f64() {
-                bars.push((format!("{prec} {}", s(&o["name"])), x));
+            if m.mse.is_finite() {
+                bars.push((format!("{prec} {}", o.name), m.mse));
             }
         }
     }
-    for e in v["accuracy_errors"].as_array().into_iter().flatten() {
-        t.row(vec![
-            s(&e["precision"]).to_uppercase(),
+    for e in &r.accuracy_errors {
+        let mut row = vec![
+            e.precision.to_uppercase(),
             "—".into(),
-            "".into(),
+            String::new(),
             "not measured".into(),
-            "".into(),
-            "".into(),
-            "".into(),
-            "".into(),
-            "".into(),
-            s(&e["error"]),
-        ]);
+        ];
+        row.extend(std::iter::repeat_n(String::new(), 5));
+        row.push(e.error.clone());
+        t.row(row);
     }
     b.push(Block::Table(t));
     if !bars.is_empty() {
         b.push(Block::Chart(chart::mse_bars(&bars)));
     }
-    if let Some(a) = v["accuracy"].as_array().and_then(|a| a.first()) {
+    if let Some(a) = r.accuracy.first() {
         b.push(Block::Para(format!(
             "Reference: {} — {}; cross-check: {}. {}",
-            s(&a["reference"]["dir"]),
-            s(&a["reference"]["engine"]),
-            s(&a["reference"]["cross_check"]),
-            s(&a["definition"])
+            a.reference.dir,
+            ostr(&a.reference.engine),
+            ostr(&a.reference.cross_check),
+            a.definition
         )));
     }
+}
 
-    // Latency and FPS.
-    if !sp.is_null() {
-        let bench = &sp["bench"];
-        b.push(Block::Heading("Latency (§7.2.3) and FPS (§7.2.4)".into()));
-        b.push(Block::Para(format!(
-            "{} samples of {} ({}) in {} s after {} warm-up samples; cold start: IR conversion {} ms, graph initialisation {} ms, first inference {} ms (not in the statistics). Harness overhead {} µs per sample. {}",
-            s(&bench["samples"]),
-            s(&sp["model"]),
-            s(&bench["mode"]),
-            s(&bench["wall_s"]),
-            s(&bench["warmup_samples"]),
-            s(&bench["cold_start"]["convert_ms"]),
-            s(&bench["cold_start"]["init_ms"]),
-            s(&bench["cold_start"]["first_inference_ms"]),
-            s(&bench["harness_overhead_us"]),
-            s(&bench["latency_definition"])
-        )));
-        let mut t = Table::new(&[
-            "metric (ms)",
-            "average",
-            "min",
-            "max",
-            "stddev",
-            "P50",
-            "P75",
-            "P90",
-            "P99",
-            "P99.9",
-            "N",
-        ]);
-        if !bench["latency_ms"].is_null() {
-            t.row(summary_row("end to end", &bench["latency_ms"]));
-        }
-        if let Some(st) = bench["stages"].as_object() {
-            for name in ["decode", "preprocess", "forward", "postprocess"] {
-                if let Some(x) = st.get(name) {
-                    t.row(summary_row(name, &x["latency_ms"]));
-                }
-            }
-        }
-        b.push(Block::Table(t));
-        b.push(Block::Para(format!(
-            "FPS = {} 1/s ({}). Throughput = {} 1/s ({}). Copies: {}. Run {}: {}.",
-            s(&bench["fps"]["value"]),
-            s(&bench["fps"]["definition"]),
-            s(&bench["throughput"]["value"]),
-            s(&bench["throughput"]["definition"]),
-            s(&bench["copies"]),
-            s(&bench["validity"]["result"]),
-            bench["validity"]["rules"]
-                .as_array()
-                .map(|r| r
-                    .iter()
-                    .map(|x| format!(
-                        "{} {} ({})",
-                        if x["passed"] == true { "✓" } else { "✗" },
-                        s(&x["rule"]),
-                        s(&x["detail"])
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("; "))
-                .unwrap_or_default()
-        )));
-        let mut t = Table::new(&["level", "max latency (ms)", "min FPS"]);
-        for l in ["C1", "C2", "C3", "C4"] {
-            t.row(vec![
-                format!("{l} (profile)"),
-                s(&sp["thresholds"][l]["max_latency_ms"]),
-                s(&sp["thresholds"][l]["min_fps"]),
-            ]);
-        }
-        b.push(Block::Table(t));
-        if let Some(lat) = sp["latencies_ms"].as_array() {
-            let xs: Vec<f64> = lat.iter().filter_map(|x| x.as_f64()).collect();
-            if !xs.is_empty() {
-                b.push(Block::Chart(chart::histogram(&xs)));
-                b.push(Block::Chart(chart::cdf(&xs)));
-            }
-        }
-
-        // Utilization and power.
-        let tm = &bench["telemetry"];
-        b.push(Block::Heading(
-            "Utilization, power and energy (§7.2.6, §7.1.4–7.1.7)".into(),
-        ));
-        if tm.is_null() {
-            b.push(Block::Para("No telemetry was recorded.".into()));
-        } else {
-            let mut t = Table::new(&["sensor", "status"]);
-            for x in tm["sensors"].as_array().into_iter().flatten() {
-                t.row(vec![s(&x["sensor"]), s(&x["status"])]);
-            }
-            b.push(Block::Table(t));
-            let mut t = Table::new(&["channel", "mean", "max", "unit", "samples", "definition"]);
-            for c in tm["channels"].as_array().into_iter().flatten() {
-                t.row(vec![
-                    s(&c["name"]),
-                    s(&c["mean"]),
-                    s(&c["max"]),
-                    s(&c["unit"]),
-                    s(&c["samples"]),
-                    s(&c["definition"]),
-                ]);
-            }
-            b.push(Block::Table(t));
-            match tm["energy"].as_array().filter(|e| !e.is_empty()) {
-                Some(es) => {
-                    let mut t = Table::new(&[
-                        "device",
-                        "energy (J)",
-                        "method",
-                        "average power (W)",
-                        "peak power (W)",
-                        "inferences/J",
-                    ]);
-                    for e in es {
-                        t.row(vec![
-                            s(&e["device"]),
-                            s(&e["joules"]),
-                            s(&e["method"]),
-                            s(&e["average_power_w"]),
-                            s(&e["peak_power_w"]),
-                            s(&e["inferences_per_joule"]),
-                        ]);
-                    }
-                    b.push(Block::Table(t));
-                }
-                None => b.push(Block::Para(format!(
-                    "Power and energy: {}",
-                    s(&tm["energy_unavailable"])
-                ))),
-            }
-            if let Some(tl) = sp.get("telemetry_timeline").filter(|x| !x.is_null()) {
-                let names: Vec<String> = tl["channels"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(s)
-                    .collect();
-                let rows: Vec<Vec<f64>> = tl["ticks"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|t| {
-                        t.as_array()
-                            .into_iter()
-                            .flatten()
-                            .map(|x| x.as_f64().unwrap_or(f64::NAN))
-                            .collect()
-                    })
-                    .collect();
-                b.push(Block::Chart(chart::timeline(&names, &rows)));
+/// Latency and FPS (§7.2.3, §7.2.4).
+fn speed(r: &GradeReport, b: &mut Vec<Block>) {
+    let Some(sp) = &r.speed else { return };
+    let bench = &sp.bench;
+    b.push(Block::Heading("Latency (§7.2.3) and FPS (§7.2.4)".into()));
+    b.push(Block::Para(format!(
+        "{} samples of {} ({}) in {} s after {} warm-up samples; cold start: IR conversion {} ms, graph initialisation {} ms, first inference {} ms (not in the statistics). Harness overhead {} µs per sample. {}",
+        bench.samples,
+        ostr(&sp.model),
+        bench.mode,
+        num(bench.wall_s),
+        bench.warmup_samples,
+        onum(bench.cold_start.convert_ms),
+        num(bench.cold_start.init_ms),
+        num(bench.cold_start.first_inference_ms),
+        num(bench.harness_overhead_us),
+        bench.latency_definition
+    )));
+    let mut t = Table::new(&[
+        "metric (ms)",
+        "average",
+        "min",
+        "max",
+        "stddev",
+        "P50",
+        "P75",
+        "P90",
+        "P99",
+        "P99.9",
+        "N",
+    ]);
+    if let Some(l) = &bench.latency_ms {
+        t.row(summary_row("end to end", l));
+    }
+    for name in ["decode", "preprocess", "forward", "postprocess"] {
+        if let Some(x) = bench.stages.get(name) {
+            match &x.latency_ms {
+                Some(l) => t.row(summary_row(name, l)),
+                None => t.row(
+                    std::iter::once(name.to_string())
+                        .chain(std::iter::repeat_n("n/a".to_string(), 10))
+                        .collect(),
+                ),
             }
         }
     }
-
-    // QPS (§7.2.5).
-    let q = &v["qps"];
-    if q.is_object() {
-        b.push(Block::Heading("QPS (§7.2.5)".into()));
-        b.push(Block::Para(format!(
-            "`acceval serve` on 127.0.0.1 ({}), measured by `acceval qps`: open loop, Poisson arrivals (seed {}), latency from each request's scheduled send time to its full response, bounds {}, error budget {}; {} requests sent in all. Inputs: {}.",
-            s(&q["url"]),
-            q["seed"],
-            q["slo"].as_array().into_iter().flatten().map(|b| format!("{}<={}ms", s(&b["stat_name"]), b["limit_ms"])).collect::<Vec<_>>().join(","),
-            q["error_budget"],
-            q["requests_issued"],
-            s(&q["inputs"])
-        )));
-        let mut t = Table::new(&[
-            "offered req/s",
-            "achieved req/s",
-            "sent",
-            "failed",
-            "p50 ms",
-            "p90 ms",
-            "p99 ms",
-            "max ms",
-            "verdict",
+    b.push(Block::Table(t));
+    let rules: Vec<String> = bench
+        .validity
+        .rules
+        .iter()
+        .map(|x| {
+            format!(
+                "{} {} ({})",
+                if x.passed { "✓" } else { "✗" },
+                x.rule,
+                x.detail
+            )
+        })
+        .collect();
+    b.push(Block::Para(format!(
+        "FPS = {} 1/s ({}). Throughput = {} 1/s ({}). Copies: {}. Run {}: {}.",
+        onum(bench.fps.value),
+        bench.fps.definition,
+        onum(bench.throughput.value),
+        bench.throughput.definition,
+        bench.copies,
+        bench.validity.result,
+        rules.join("; ")
+    )));
+    let mut t = Table::new(&["level", "max latency (ms)", "min FPS"]);
+    for l in ["C1", "C2", "C3", "C4"] {
+        let x = sp.thresholds.get(l);
+        t.row(vec![
+            format!("{l} (profile)"),
+            onum(x.map(|x| x.max_latency_ms)),
+            onum(x.map(|x| x.min_fps)),
         ]);
-        let mut pts = Vec::new();
-        for st in q["steps"].as_array().into_iter().flatten() {
-            let l = &st["latency_ms"];
-            let f = |x: &Value| {
-                x.as_f64()
-                    .map(|v| format!("{v:.3}"))
-                    .unwrap_or_else(|| "n/a".into())
-            };
+    }
+    b.push(Block::Table(t));
+    if !sp.latencies_ms.is_empty() {
+        b.push(Block::Chart(chart::histogram(&sp.latencies_ms)));
+        b.push(Block::Chart(chart::cdf(&sp.latencies_ms)));
+    }
+}
+
+/// Utilization and power (§7.2.6, §7.1.4–7.1.7).
+fn telemetry(r: &GradeReport, b: &mut Vec<Block>) {
+    let Some(sp) = &r.speed else { return };
+    b.push(Block::Heading(
+        "Utilization, power and energy (§7.2.6, §7.1.4–7.1.7)".into(),
+    ));
+    let Some(tm) = &sp.bench.telemetry else {
+        b.push(Block::Para("No telemetry was recorded.".into()));
+        return;
+    };
+    let mut t = Table::new(&["sensor", "status"]);
+    for x in &tm.sensors {
+        t.row(vec![x.sensor.clone(), x.status.to_string()]);
+    }
+    b.push(Block::Table(t));
+    let mut t = Table::new(&["channel", "mean", "max", "unit", "samples", "definition"]);
+    for c in &tm.channels {
+        t.row(vec![
+            c.name.clone(),
+            onum(c.mean),
+            onum(c.max),
+            c.unit.clone(),
+            c.samples.to_string(),
+            c.definition.clone(),
+        ]);
+    }
+    b.push(Block::Table(t));
+    if tm.energy.is_empty() {
+        b.push(Block::Para(format!(
+            "Power and energy: {}",
+            ostr(&tm.energy_unavailable)
+        )));
+    } else {
+        let mut t = Table::new(&[
+            "device",
+            "energy (J)",
+            "method",
+            "average power (W)",
+            "peak power (W)",
+            "inferences/J",
+        ]);
+        for e in &tm.energy {
             t.row(vec![
-                f(&st["offered_rps"]),
-                f(&st["achieved_rps"]),
-                st["sent"].to_string(),
-                st["failed"].to_string(),
-                f(&l["p50"]),
-                f(&l["p90"]),
-                f(&l["p99"]),
-                f(&l["max"]),
-                if st["passed"] == true {
-                    "pass".into()
-                } else {
-                    format!("fail: {}", s(&st["why"]))
-                },
+                e.device.clone(),
+                num(e.joules),
+                e.method.to_string(),
+                num(e.average_power_w),
+                onum(e.peak_power_w),
+                onum(e.inferences_per_joule),
             ]);
-            if let (Some(a), Some(p50), Some(p99)) = (
-                st["achieved_rps"].as_f64(),
-                l["p50"].as_f64(),
-                l["p99"].as_f64(),
-            ) {
-                pts.push((a, p50, p99, st["passed"] == true));
-            }
         }
         b.push(Block::Table(t));
-        b.push(Block::Para(match q["max_qps"].as_f64() {
-            Some(m) => format!("Max QPS: {m:.1} req/s."),
-            None => format!("Max QPS: {}.", s(&q["max_qps_na"])),
-        }));
-        let bound = q["slo"]
+    }
+    if let Some(tl) = &sp.telemetry_timeline {
+        b.push(Block::Chart(chart::timeline(&tl.channels, &tl.ticks)));
+    }
+}
+
+/// QPS (§7.2.5).
+fn qps(r: &GradeReport, b: &mut Vec<Block>) {
+    let Some(q) = r.qps.as_ref().filter(|q| q.is_object()) else {
+        return;
+    };
+    b.push(Block::Heading("QPS (§7.2.5)".into()));
+    b.push(Block::Para(format!(
+        "`acceval serve` on 127.0.0.1 ({}), measured by `acceval qps`: open loop, Poisson arrivals (seed {}), latency from each request's scheduled send time to its full response, bounds {}, error budget {}; {} requests sent in all. Inputs: {}.",
+        s(&q["url"]),
+        q["seed"],
+        q["slo"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|b| b["limit_ms"].as_f64())
-            .fold(f64::INFINITY, f64::min);
-        if !pts.is_empty() {
-            b.push(Block::Chart(chart::latency_vs_throughput(
-                &s(&q["model"]),
-                bound,
-                pts,
-            )));
+            .map(|b| format!("{}<={}ms", s(&b["stat_name"]), b["limit_ms"]))
+            .collect::<Vec<_>>()
+            .join(","),
+        q["error_budget"],
+        q["requests_issued"],
+        s(&q["inputs"])
+    )));
+    let mut t = Table::new(&[
+        "offered req/s",
+        "achieved req/s",
+        "sent",
+        "failed",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "verdict",
+    ]);
+    let mut pts = Vec::new();
+    for st in q["steps"].as_array().into_iter().flatten() {
+        let l = &st["latency_ms"];
+        let f = |x: &Value| {
+            x.as_f64()
+                .map(|v| format!("{v:.3}"))
+                .unwrap_or_else(|| "n/a".into())
+        };
+        t.row(vec![
+            f(&st["offered_rps"]),
+            f(&st["achieved_rps"]),
+            st["sent"].to_string(),
+            st["failed"].to_string(),
+            f(&l["p50"]),
+            f(&l["p90"]),
+            f(&l["p99"]),
+            f(&l["max"]),
+            if st["passed"] == true {
+                "pass".into()
+            } else {
+                format!("fail: {}", s(&st["why"]))
+            },
+        ]);
+        if let (Some(a), Some(p50), Some(p99)) = (
+            st["achieved_rps"].as_f64(),
+            l["p50"].as_f64(),
+            l["p99"].as_f64(),
+        ) {
+            pts.push((a, p50, p99, st["passed"] == true));
         }
     }
+    b.push(Block::Table(t));
+    b.push(Block::Para(match q["max_qps"].as_f64() {
+        Some(m) => format!("Max QPS: {m:.1} req/s."),
+        None => format!("Max QPS: {}.", s(&q["max_qps_na"])),
+    }));
+    let bound = q["slo"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["limit_ms"].as_f64())
+        .fold(f64::INFINITY, f64::min);
+    if !pts.is_empty() {
+        b.push(Block::Chart(chart::latency_vs_throughput(
+            &s(&q["model"]),
+            bound,
+            pts,
+        )));
+    }
+}
 
-    // LLM serving (MindIE Benchmark).
-    let l = &v["llm"];
-    if l.is_object() {
-        b.push(Block::Heading("LLM serving (MindIE Benchmark)".into()));
-        for run in l["runs"].as_array().into_iter().flatten() {
-            b.push(Block::Para(format!(
-                "`acceval llm` against {} ({}, model {}), {} requests at concurrency {} after {} warm-up requests; data: {}. Statistics as MindIE: P-values pooled over all samples, SLO_P90 = P90 of per-request means; percentiles by linear interpolation.",
-                s(&l["url"]),
-                s(&l["api"]),
-                s(&l["model"]),
-                run["total"],
-                run["concurrency"],
-                l["warmup"],
-                s(&l["data_source"])
-            )));
-            let mut t = Table::new(&[
-                "Metric", "average", "max", "min", "P75", "P90", "SLO_P90", "P99", "N",
-            ]);
-            for &(name, unit) in crate::report::llm::ORDER {
-                let m = &run["metrics"][name];
-                let f = |k: &str| {
-                    m[k].as_f64()
-                        .map(|x| format!("{x:.3}"))
-                        .unwrap_or_else(|| "n/a".into())
-                };
-                t.row(vec![
-                    format!("{name} ({unit})"),
-                    f("average"),
-                    f("max"),
-                    f("min"),
-                    f("P75"),
-                    f("P90"),
-                    f("SLO_P90"),
-                    f("P99"),
-                    m["N"].to_string(),
-                ]);
-            }
-            b.push(Block::Table(t));
-            let n = |x: &Value, unit: &str| {
-                x.as_f64()
-                    .map(|v| format!("{v:.3} {unit}"))
+/// LLM serving (MindIE Benchmark).
+fn llm(r: &GradeReport, b: &mut Vec<Block>) {
+    let Some(l) = r.llm.as_ref().filter(|l| l.is_object()) else {
+        return;
+    };
+    b.push(Block::Heading("LLM serving (MindIE Benchmark)".into()));
+    for run in l["runs"].as_array().into_iter().flatten() {
+        b.push(Block::Para(format!(
+            "`acceval llm` against {} ({}, model {}), {} requests at concurrency {} after {} warm-up requests; data: {}. Statistics as MindIE: P-values pooled over all samples, SLO_P90 = P90 of per-request means; percentiles by linear interpolation.",
+            s(&l["url"]),
+            s(&l["api"]),
+            s(&l["model"]),
+            run["total"],
+            run["concurrency"],
+            l["warmup"],
+            s(&l["data_source"])
+        )));
+        let mut t = Table::new(&[
+            "Metric", "average", "max", "min", "P75", "P90", "SLO_P90", "P99", "N",
+        ]);
+        for &(name, unit) in crate::report::llm::ORDER {
+            let m = &run["metrics"][name];
+            let f = |k: &str| {
+                m[k].as_f64()
+                    .map(|x| format!("{x:.3}"))
                     .unwrap_or_else(|| "n/a".into())
             };
-            b.push(Block::Para(format!(
-                "TimeElapsed {}, Total {}, Returned {}, Failed {}, Throughput {}, GenerateSpeed {}, GenerateSpeedPerClient {}, lpct {}.",
-                n(&run["time_elapsed_s"], "s"),
-                run["total"],
-                run["returned"],
-                run["failed"],
-                n(&run["throughput"], "req/s"),
-                n(&run["generate_speed"], "token/s"),
-                n(&run["generate_speed_per_client"], "token/s"),
-                n(&run["lpct"], "ms")
-            )));
-        }
-    }
-
-    // Environment.
-    let d = &v["devices"];
-    if !d.is_null() {
-        b.push(Block::Heading("Environment and devices (§6.2 c)".into()));
-        let h = &d["host"];
-        let mut t = Table::new(&["item", "value"]);
-        for (k, x) in [
-            ("architecture", &h["arch"]),
-            ("CPU", &h["cpu_model"]),
-            ("logical CPUs", &h["logical_cpus"]),
-            ("memory (bytes)", &h["memory_bytes"]),
-            ("OS", &h["os"]),
-            ("OS version", &h["os_version"]),
-            ("kernel", &h["kernel"]),
-            ("container", &h["container"]["in_container"]),
-            ("NVIDIA", &d["nvidia"]["not_available"]),
-            ("Ascend", &d["ascend"]["not_available"]),
-            ("ONNX Runtime", &d["onnxruntime"]["library"]["version"]),
-        ] {
-            t.row(vec![k.into(), s(x)]);
-        }
-        for g in d["nvidia"]["gpus"].as_array().into_iter().flatten() {
             t.row(vec![
-                format!("GPU {}", s(&g["index"])),
-                format!("{} ({} bytes)", s(&g["name"]), s(&g["memory_bytes"])),
+                format!("{name} ({unit})"),
+                f("average"),
+                f("max"),
+                f("min"),
+                f("P75"),
+                f("P90"),
+                f("SLO_P90"),
+                f("P99"),
+                m["N"].to_string(),
             ]);
         }
         b.push(Block::Table(t));
-        let mut t = Table::new(&["backend", "status"]);
-        for x in d["backends"].as_array().into_iter().flatten() {
-            t.row(vec![
-                s(&x["name"]),
-                format!(
-                    "{} {}",
-                    s(&x["availability"]["status"]),
-                    x["availability"]["detail"]
-                        .as_str()
-                        .or(x["availability"]["reason"].as_str())
-                        .unwrap_or("")
-                ),
-            ]);
-        }
-        b.push(Block::Table(t));
+        let n = |x: &Value, unit: &str| {
+            x.as_f64()
+                .map(|v| format!("{v:.3} {unit}"))
+                .unwrap_or_else(|| "n/a".into())
+        };
+        b.push(Block::Para(format!(
+            "TimeElapsed {}, Total {}, Returned {}, Failed {}, Throughput {}, GenerateSpeed {}, GenerateSpeedPerClient {}, lpct {}.",
+            n(&run["time_elapsed_s"], "s"),
+            run["total"],
+            run["returned"],
+            run["failed"],
+            n(&run["throughput"], "req/s"),
+            n(&run["generate_speed"], "token/s"),
+            n(&run["generate_speed_per_client"], "token/s"),
+            n(&run["lpct"], "ms")
+        )));
     }
+}
 
-    // Decisions.
+/// Environment and devices (§6.2 c).
+fn environment(r: &GradeReport, b: &mut Vec<Block>) {
+    let Some(d) = &r.devices else { return };
+    b.push(Block::Heading("Environment and devices (§6.2 c)".into()));
+    let h = &d.host;
+    let mut t = Table::new(&["item", "value"]);
+    for (k, x) in [
+        ("architecture", h.arch.clone()),
+        ("CPU", h.cpu_model.clone()),
+        ("logical CPUs", h.logical_cpus.to_string()),
+        ("memory (bytes)", h.memory_bytes.to_string()),
+        ("OS", h.os.clone()),
+        ("OS version", h.os_version.clone()),
+        ("kernel", h.kernel.clone()),
+        ("container", h.container.in_container.to_string()),
+        ("NVIDIA", ostr(&d.nvidia.not_available)),
+        ("Ascend", ostr(&d.ascend.not_available)),
+        (
+            "ONNX Runtime",
+            d.onnxruntime
+                .library
+                .as_ref()
+                .map(|l| l.version.clone())
+                .unwrap_or_else(|| "n/a".into()),
+        ),
+    ] {
+        t.row(vec![k.into(), x]);
+    }
+    for g in &d.nvidia.gpus {
+        t.row(vec![
+            format!("GPU {}", g.index),
+            format!("{} ({} bytes)", g.name, g.memory_bytes),
+        ]);
+    }
+    b.push(Block::Table(t));
+    let mut t = Table::new(&["backend", "status"]);
+    for x in &d.backends {
+        t.row(vec![x.name.clone(), x.availability.to_string()]);
+    }
+    b.push(Block::Table(t));
+}
+
+fn decisions(r: &GradeReport, b: &mut Vec<Block>) {
     b.push(Block::Heading("Decisions the numbers depend on".into()));
     let mut t = Table::new(&["topic", "whose", "decision"]);
-    for x in v["decisions"].as_array().into_iter().flatten() {
-        t.row(vec![s(&x["topic"]), s(&x["source"]), s(&x["text"])]);
+    for x in &r.decisions {
+        t.row(vec![x.topic.clone(), x.source.clone(), x.text.clone()]);
     }
     b.push(Block::Table(t));
     let mut t = Table::new(&["stage", "status", "seconds", "error"]);
-    for x in v["stages"].as_array().into_iter().flatten() {
+    for x in &r.stages {
         t.row(vec![
-            s(&x["name"]),
-            s(&x["status"]),
-            s(&x["seconds"]),
-            x["error"].as_str().unwrap_or("").into(),
+            x.name.clone(),
+            x.status.to_string(),
+            num(x.seconds),
+            x.error.clone().unwrap_or_default(),
         ]);
     }
     b.push(Block::Heading("Stages".into()));
     b.push(Block::Table(t));
     b.push(Block::Para("Files: report.json is the source of truth; manifest.json holds the SHA-256 of every file (check with `acceval verify DIR`); `acceval report DIR --format md|html|csv` renders the views again.".into()));
-    b
 }
 
 /// The report as Markdown.
-pub fn markdown(v: &Value) -> String {
+pub fn markdown(r: &GradeReport) -> String {
     let mut o = String::new();
     let mut first = true;
-    for b in blocks(v) {
+    for b in blocks(r) {
         match b {
             Block::Heading(h) => {
                 let _ = writeln!(o, "{} {h}\n", if first { "#" } else { "##" });
@@ -712,23 +744,23 @@ fn inline_md(x: &str) -> String {
 }
 
 /// The report as one self-contained HTML file (inline CSS and SVG, no network).
-pub fn html(v: &Value) -> String {
-    let verdict = s(&v["verdict"]);
-    let color = match verdict.as_str() {
-        "COMPLIANT" => "#1b7f3b",
-        "NOT COMPLIANT" => "#b3261e",
+pub fn html(r: &GradeReport) -> String {
+    let verdict = r.verdict.to_string();
+    let color = match r.verdict {
+        Verdict::Compliant => "#1b7f3b",
+        Verdict::NotCompliant => "#b3261e",
         _ => "#8a6d00",
     };
     let mut o = String::from("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
         o,
         "<title>acceval — {} on {}: {}</title><style>body{{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#1c1c1c}}table{{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em}}th,td{{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}}th{{background:#f0f0f0}}td.pass{{color:#1b7f3b;font-weight:600}}td.fail{{color:#b3261e;font-weight:600}}td.na{{color:#666}}.verdict{{font-size:1.6em;padding:0.4em 0.8em;border-radius:6px;color:#fff;background:{color};display:inline-block}}svg{{margin:0.5em 1em 1em 0;border:1px solid #ddd;background:#fff}}code{{background:#f4f4f4;padding:0 3px}}</style></head><body>",
-        html_escape(&s(&v["profile"]["name"])),
-        html_escape(&s(&v["backend"])),
+        html_escape(&r.profile.name),
+        html_escape(&r.backend),
         html_escape(&verdict)
     );
     let mut first = true;
-    for b in blocks(v) {
+    for b in blocks(r) {
         match b {
             Block::Heading(h) => {
                 let _ = write!(
@@ -757,46 +789,53 @@ pub fn html(v: &Value) -> String {
     o
 }
 
-/// The clause table as CSV.
-pub fn clauses_csv(v: &Value) -> String {
-    let q = |x: &str| format!("\"{}\"", x.replace('"', "\"\""));
-    let mut o = String::from("clause,title,requirement,measured,verdict,reason,source\n");
-    for c in v["clauses"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            o,
-            "{}",
-            [
-                "clause",
-                "title",
-                "requirement",
-                "measured",
-                "verdict",
-                "reason",
-                "source"
-            ]
-            .iter()
-            .map(|k| q(c[*k].as_str().unwrap_or("")))
-            .collect::<Vec<_>>()
-            .join(",")
-        );
+/// The clause table (`clauses.csv`).
+pub fn clauses_table(r: &GradeReport) -> CsvTable {
+    let mut t = CsvTable::new(
+        "clauses.csv",
+        &[
+            "clause",
+            "title",
+            "requirement",
+            "measured",
+            "verdict",
+            "reason",
+            "source",
+        ],
+    );
+    for c in &r.clauses {
+        t.push(vec![
+            c.clause.clone(),
+            c.title.clone(),
+            c.requirement.clone(),
+            c.measured.clone(),
+            c.verdict.to_string(),
+            c.reason.clone().unwrap_or_default(),
+            c.source.to_string(),
+        ]);
     }
-    o
+    t
 }
 
 /// The terminal: the verdict and the clause table.
-pub fn terminal(o: &mut impl Write, v: &Value, dir: &Path) -> std::io::Result<()> {
+pub fn terminal(o: &mut dyn Write, r: &GradeReport, dir: &Path) -> std::io::Result<()> {
     let mut t = super::table(&["clause", "title", "measured", "verdict"]);
-    for c in v["clauses"].as_array().into_iter().flatten() {
-        let mut m = s(&c["measured"]);
+    for c in &r.clauses {
+        let mut m = c.measured.clone();
         if m.chars().count() > 70 {
             m = m.chars().take(67).collect::<String>() + "...";
         }
-        t.add_row(vec![s(&c["clause"]), s(&c["title"]), m, s(&c["verdict"])]);
+        t.add_row(vec![
+            c.clause.clone(),
+            c.title.clone(),
+            m,
+            c.verdict.to_string(),
+        ]);
     }
     writeln!(o, "{t}")?;
-    writeln!(o, "Verdict: {}", s(&v["verdict"]))?;
-    for r in v["verdict_reasons"].as_array().into_iter().flatten() {
-        writeln!(o, "  - {}", s(r))?;
+    writeln!(o, "Verdict: {}", r.verdict)?;
+    for x in &r.verdict_reasons {
+        writeln!(o, "  - {x}")?;
     }
     writeln!(
         o,
@@ -804,4 +843,23 @@ pub fn terminal(o: &mut impl Write, v: &Value, dir: &Path) -> std::io::Result<()
         dir.display(),
         dir.display()
     )
+}
+
+impl crate::report::export::Document for GradeReport {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        let mut t = super::table(&["clause", "title", "measured", "verdict"]);
+        for c in &self.clauses {
+            t.add_row(vec![
+                c.clause.clone(),
+                c.title.clone(),
+                c.measured.clone(),
+                c.verdict.to_string(),
+            ]);
+        }
+        writeln!(o, "{t}")?;
+        writeln!(o, "Verdict: {}", self.verdict)
+    }
+    fn tables(&self) -> Vec<CsvTable> {
+        vec![clauses_table(self)]
+    }
 }

@@ -2,9 +2,10 @@
 
 use std::io::Write;
 
-use crate::conformance::{Report, Status};
+use crate::report::export::{Document, Table};
+use crate::report::schema::conformance::{ConformanceReport as Report, Status};
 
-pub fn write_text(out: &mut impl Write, r: &Report, failures: bool) -> std::io::Result<()> {
+pub fn write_text(out: &mut dyn Write, r: &Report, failures: bool) -> std::io::Result<()> {
     writeln!(
         out,
         "Suite:   {} ({} cases found; {} skipped by --types {:?})",
@@ -78,4 +79,43 @@ pub fn write_text(out: &mut impl Write, r: &Report, failures: bool) -> std::io::
         )?;
     }
     Ok(())
+}
+
+impl Document for Report {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        write_text(o, self, self.show_failures)
+    }
+    fn tables(&self) -> Vec<Table> {
+        let mut by_op = Table::new(
+            "conformance_by_op.csv",
+            &["op", "cases", "loaded", "ran", "passed"],
+        );
+        for (op, c) in &self.by_op {
+            by_op.push(vec![
+                op.clone(),
+                c.cases.to_string(),
+                c.loaded.to_string(),
+                c.ran.to_string(),
+                c.passed.to_string(),
+            ]);
+        }
+        let mut cases = Table::new(
+            "conformance_cases.csv",
+            &["case", "op", "status", "reason", "max_abs_diff", "seconds"],
+        );
+        for c in &self.cases {
+            cases.push(vec![
+                c.name.clone(),
+                c.op.clone(),
+                format!("{:?}", c.status).to_lowercase(),
+                c.reason.clone().unwrap_or_default(),
+                c.max_abs_diff.map(|v| v.to_string()).unwrap_or_default(),
+                c.seconds.to_string(),
+            ]);
+        }
+        vec![by_op, cases]
+    }
+    fn json_name(&self) -> &'static str {
+        "conformance.json"
+    }
 }

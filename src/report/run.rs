@@ -2,14 +2,15 @@
 
 use std::io::Write;
 
-use crate::commands::run::{RunReport, TaskReport};
+use crate::report::export::{Document, Table};
+use crate::report::schema::run::{RunReport, TaskReport};
 use crate::task::TaskOutput;
 
 fn ms(v: f64) -> String {
     format!("{v:.3} ms")
 }
 
-pub fn write_text(out: &mut impl Write, r: &RunReport) -> std::io::Result<()> {
+pub fn write_text(out: &mut dyn Write, r: &RunReport) -> std::io::Result<()> {
     let s = &r.session;
     writeln!(out, "Model:   {}", r.model)?;
     writeln!(out, "Backend: {} — {} on {}", s.backend, s.engine, s.device)?;
@@ -21,19 +22,15 @@ pub fn write_text(out: &mut impl Write, r: &RunReport) -> std::io::Result<()> {
     writeln!(out)?;
     let t = &r.timings;
     writeln!(out, "Timings (§5.3; host wall clock, device synchronised):")?;
-    match (t.load.convert, &t.load.convert_note) {
-        (Some(c), _) => writeln!(
-            out,
-            "  IR conversion (parse + optimise):   {}",
-            ms(c.as_secs_f64() * 1e3)
-        )?,
+    match (t.load.convert_ms, &t.load.convert_note) {
+        (Some(c), _) => writeln!(out, "  IR conversion (parse + optimise):   {}", ms(c))?,
         (None, Some(n)) => writeln!(out, "  IR conversion:                      n/a: {n}")?,
         (None, None) => writeln!(out, "  IR conversion:                      n/a")?,
     }
     writeln!(
         out,
         "  graph initialisation (session):     {}",
-        ms(t.load.init.as_secs_f64() * 1e3)
+        ms(t.load.init_ms)
     )?;
     writeln!(
         out,
@@ -103,21 +100,21 @@ pub fn write_text(out: &mut impl Write, r: &RunReport) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn write_task(out: &mut impl Write, r: &TaskReport) -> std::io::Result<()> {
+pub fn write_task(out: &mut dyn Write, r: &TaskReport) -> std::io::Result<()> {
     writeln!(out, "Model:   {} ({:?})", r.model, r.task)?;
     writeln!(
         out,
         "Backend: {} — {} on {}",
         r.session.backend, r.session.engine, r.session.device
     )?;
-    let convert = match (r.load.convert, &r.load.convert_note) {
-        (Some(c), _) => ms(c.as_secs_f64() * 1e3),
+    let convert = match (r.load.convert_ms, &r.load.convert_note) {
+        (Some(c), _) => ms(c),
         (None, _) => "n/a (inside session creation)".into(),
     };
     writeln!(
         out,
         "Load:    IR conversion {convert} · graph initialisation {}",
-        ms(r.load.init.as_secs_f64() * 1e3)
+        ms(r.load.init_ms)
     )?;
     for run in &r.runs {
         writeln!(out)?;
@@ -166,4 +163,80 @@ pub fn write_task(out: &mut impl Write, r: &TaskReport) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+impl Document for RunReport {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        write_text(o, self)
+    }
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new(
+            "outputs.csv",
+            &[
+                "output",
+                "elem_type",
+                "shape",
+                "min",
+                "max",
+                "mean",
+                "nan_count",
+                "inf_count",
+            ],
+        );
+        for o in &self.outputs {
+            let f = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+            t.push(vec![
+                o.name.clone(),
+                o.elem_type.clone(),
+                o.shape
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join("x"),
+                f(o.min),
+                f(o.max),
+                f(o.mean),
+                o.nan_count.to_string(),
+                o.inf_count.to_string(),
+            ]);
+        }
+        vec![t]
+    }
+    fn json_name(&self) -> &'static str {
+        "run.json"
+    }
+}
+
+impl Document for TaskReport {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        write_task(o, self)
+    }
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new(
+            "task_runs.csv",
+            &[
+                "input",
+                "decode_ms",
+                "preprocess_ms",
+                "forward_ms",
+                "postprocess_ms",
+                "total_ms",
+            ],
+        );
+        for r in &self.runs {
+            let s = &r.stages;
+            t.push(vec![
+                r.input.clone(),
+                s.decode_ms.to_string(),
+                s.preprocess_ms.to_string(),
+                s.forward_ms.to_string(),
+                s.postprocess_ms.to_string(),
+                s.total_ms.to_string(),
+            ]);
+        }
+        vec![t]
+    }
+    fn json_name(&self) -> &'static str {
+        "task.json"
+    }
 }

@@ -27,7 +27,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::backend::{self, BackendSpec, LoadOptions};
-use crate::commands::run::{InputSpec, input_specs, output_specs};
+use crate::data::inputs::{InputSpec, input_specs, output_specs};
 use crate::model::shape::Dim;
 use crate::model::tensor::{HostTensor, TensorData};
 use crate::protocol::kserve;
@@ -97,8 +97,50 @@ fn bad(msg: impl Into<String>) -> ApiError {
     ApiError(StatusCode::BAD_REQUEST, msg.into())
 }
 
-/// Resolves `serve`'s flags into a [`Config`].
-pub fn config(args: &crate::cli::ServeArgs) -> anyhow::Result<Config> {
+/// Default port of `acceval serve` (Triton's HTTP port).
+pub const DEFAULT_PORT: u16 = 8000;
+/// Default µs the first request of a batch waits for others.
+pub const DEFAULT_BATCH_TIMEOUT_US: u64 = 500;
+/// Default requests admitted at once.
+pub const DEFAULT_MAX_INFLIGHT: usize = 256;
+/// Default largest request body, MB.
+pub const DEFAULT_MAX_BODY_MB: f64 = 64.0;
+
+/// What `serve` is asked for (from the command line, or built by `grade`).
+#[derive(Debug, Clone)]
+pub struct ServeSettings {
+    pub backend: crate::backend::BackendSettings,
+    /// A zoo name or an ONNX file.
+    pub model: PathBuf,
+    /// The name clients use [default: the zoo name or the file stem].
+    pub name: Option<String>,
+    pub shapes: Vec<crate::model::InputShape>,
+    pub instances: usize,
+    pub max_batch: usize,
+    pub batch_timeout_us: u64,
+    pub max_inflight: usize,
+    pub max_body_mb: f64,
+}
+
+impl ServeSettings {
+    /// `model` on `backend` with the defaults.
+    pub fn new(model: PathBuf, backend: crate::backend::BackendSettings) -> ServeSettings {
+        ServeSettings {
+            backend,
+            model,
+            name: None,
+            shapes: Vec::new(),
+            instances: 1,
+            max_batch: 1,
+            batch_timeout_us: DEFAULT_BATCH_TIMEOUT_US,
+            max_inflight: DEFAULT_MAX_INFLIGHT,
+            max_body_mb: DEFAULT_MAX_BODY_MB,
+        }
+    }
+}
+
+/// Resolves the settings into a [`Config`].
+pub fn config(args: &ServeSettings) -> anyhow::Result<Config> {
     if args.instances == 0 || args.max_batch == 0 || args.max_inflight == 0 {
         bail!("--instances, --max-batch and --max-inflight must be at least 1");
     }
@@ -162,11 +204,11 @@ pub fn config(args: &crate::cli::ServeArgs) -> anyhow::Result<Config> {
             (s.name.clone(), sh)
         })
         .collect();
-    let load = crate::commands::run::load_options(&args.backend, load_shapes, false)?;
+    let load = args.backend.load_options(load_shapes, false);
     Ok(Config {
         model,
         name,
-        backend: args.backend.backend.clone(),
+        backend: args.backend.spec.clone(),
         load,
         shapes,
         instances: args.instances,
@@ -249,48 +291,9 @@ pub fn start(cfg: Config, host: &str, port: u16) -> anyhow::Result<Running> {
     }
 }
 
-/// `acceval serve`: runs until SIGINT/SIGTERM.
-pub fn run(args: crate::cli::ServeArgs) -> anyhow::Result<crate::Outcome> {
-    let cfg = config(&args)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
-            .await
-            .with_context(|| {
-                format!(
-                    "cannot listen on {}:{}; is another server using the port? (--port 0 picks a free one)",
-                    args.host, args.port
-                )
-            })?;
-        let addr = listener.local_addr()?;
-        {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            writeln!(
-                out,
-                "acceval serve: listening on http://{addr} (model '{}' on {}; /v2/health/ready turns 200 when loaded)",
-                cfg.name, cfg.backend
-            )?;
-            out.flush()?;
-        }
-        run_server(cfg, listener, shutdown_signal(), None, true).await
-    })?;
-    Ok(crate::Outcome::Ok)
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {},
-        _ = term.recv() => {},
-    }
-    eprintln!("acceval serve: stopping; letting in-flight requests finish");
-}
-
-async fn run_server(
+/// Serves `cfg` on `listener` until `stop` resolves; `ready` hears when the sessions are
+/// loaded; `verbose` prints the ready line on stdout (`acceval serve`).
+pub async fn run_server(
     cfg: Config,
     listener: tokio::net::TcpListener,
     stop: impl std::future::Future<Output = ()> + Send + 'static,

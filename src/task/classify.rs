@@ -1,13 +1,6 @@
 //! Classification post-processing: softmax and top-k.
 
-use serde::Serialize;
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Class {
-    pub class: usize,
-    pub label: String,
-    pub probability: f32,
-}
+pub use crate::report::schema::run::Class;
 
 /// Numerically stable softmax (max subtracted).
 pub fn softmax(logits: &[f32]) -> Vec<f32> {

@@ -2,29 +2,9 @@
 //! centre x, centre y, width, height in model-input pixels, then class scores): threshold,
 //! class-wise non-maximum suppression, boxes back in the original image's pixels.
 
-use serde::Serialize;
+pub use crate::report::schema::run::{DetectParams, Detection};
 
 use super::image::Letterbox;
-
-/// One detection, in original-image pixels (x1, y1) top-left, (x2, y2) bottom-right.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Detection {
-    pub class: usize,
-    pub label: String,
-    pub score: f32,
-    pub x1: f64,
-    pub y1: f64,
-    pub x2: f64,
-    pub y2: f64,
-}
-
-/// Thresholds of the post-processing (ultralytics' defaults for prediction).
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct DetectParams {
-    pub conf: f32,
-    pub iou: f64,
-    pub max_det: usize,
-}
 
 impl Default for DetectParams {
     fn default() -> Self {

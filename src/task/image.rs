@@ -10,6 +10,8 @@ use std::path::Path;
 use image::{RgbImage, imageops};
 use ndarray::{Array4, ArrayD};
 
+pub use crate::report::schema::run::Letterbox;
+
 /// Why an image could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
@@ -70,18 +72,6 @@ pub fn resize_center_crop(img: &RgbImage, short: u32, size: u32) -> RgbImage {
     let x = (nw.saturating_sub(size)) / 2;
     let y = (nh.saturating_sub(size)) / 2;
     imageops::crop_imm(&r, x, y, size.min(nw), size.min(nh)).to_image()
-}
-
-/// How a letterboxed image maps back to the original.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct Letterbox {
-    /// Scale applied to the original (same on both axes).
-    pub scale: f64,
-    /// Padding added on the left and top, pixels of the model input.
-    pub pad_x: f64,
-    pub pad_y: f64,
-    pub orig_w: u32,
-    pub orig_h: u32,
 }
 
 impl Letterbox {

@@ -13,11 +13,10 @@ pub mod inputs;
 use std::path::Path;
 use std::time::Instant;
 
-use serde::Serialize;
-
 use crate::backend::Session;
 use crate::model::tensor::{HostTensor, TensorData};
 pub use crate::report::schema::Task;
+pub use crate::report::schema::run::{StageTimes, TaskOutput, TaskRun};
 
 /// What a pipeline needs to know about its model.
 #[derive(Debug, Clone)]
@@ -29,39 +28,6 @@ pub struct TaskSpec {
     pub labels: Vec<String>,
     pub top_k: usize,
     pub detect: detect::DetectParams,
-}
-
-/// Per-stage wall-clock times of one pass, ms.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct StageTimes {
-    /// Reading and decoding the file (image decode, CSV parse).
-    pub decode_ms: f64,
-    /// Resize/letterbox/normalise/NCHW, or windowing/normalising.
-    pub preprocess_ms: f64,
-    /// The backend's run: copy in, forward, copy out.
-    pub forward_ms: f64,
-    /// Softmax/top-k, box decoding + NMS, or de-normalisation.
-    pub postprocess_ms: f64,
-    /// All of the above (the §7.2.3 module time).
-    pub total_ms: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskOutput {
-    Classes(Vec<classify::Class>),
-    Detections(Vec<detect::Detection>),
-    /// Forecast load, MW, one value per step.
-    ForecastMw(Vec<f64>),
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TaskRun {
-    pub input: String,
-    pub stages: StageTimes,
-    pub output: TaskOutput,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub letterbox: Option<image::Letterbox>,
 }
 
 /// One model input made from a file of an input set by the task's pre-processing.

@@ -13,6 +13,17 @@ pub fn thousands(v: u64) -> String {
     out
 }
 
+/// An error figure in scientific notation with 4 decimals; "n/a: NaN/Inf output" for NaN.
+pub fn sci(v: f64) -> String {
+    if v.is_nan() {
+        "n/a: NaN/Inf output".into()
+    } else if v == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.4e}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

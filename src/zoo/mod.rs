@@ -237,6 +237,15 @@ impl Manifest {
 /// The comment at the top of `models/zoo.toml`.
 pub const MANIFEST_HEADER: &str = "# The acceval model zoo: written by `acceval zoo build --update-manifest`.\n# Every model is generated from a fixed seed; `sha256` is the same on every machine and\n# `acceval zoo build` refuses a file that differs. params / macs are what `acceval inspect`\n# counts; `reference` says how they relate to the architecture's published numbers.\n\n";
 
+/// The zoo entry and variant of a model file, when its name and SHA-256 are the zoo's.
+pub fn identify(model: &Path) -> Option<(Entry, Precision)> {
+    let stem = model.file_stem()?.to_str()?;
+    let (entry, precision) = parse_name(stem)?;
+    let manifest = Manifest::read(&crate::util::paths::models_dir().join("zoo.toml")).ok()?;
+    let m = manifest.find(stem)?;
+    file_matches(model, &m.sha256).then_some((entry, precision))
+}
+
 /// Whether `path` exists with SHA-256 `sha`.
 pub fn file_matches(path: &Path, sha: &str) -> bool {
     std::fs::read(path).is_ok_and(|b| crate::util::fs::sha256_hex(&b) == sha)

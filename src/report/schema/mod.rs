@@ -7,6 +7,15 @@
 //! `standard`): the modules that measure construct these types, and the views read them.
 //! Units are in field names (`latency_ms`, `power_w`, `energy_j`, `params_bytes`).
 
+pub mod accuracy;
+pub mod bench;
+pub mod conformance;
+pub mod devices;
+pub mod grade;
+pub mod nan;
+pub mod profile;
+pub mod run;
+pub mod session;
 pub mod stats;
 pub mod telemetry;
 mod vocab;

@@ -103,6 +103,8 @@ pub struct SensorStatus {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Tick {
     pub t_ms: f64,
+    #[serde(deserialize_with = "super::nan::vec")]
+    #[schemars(with = "Vec<Option<f64>>")]
     pub values: Vec<f64>,
 }
 
@@ -161,6 +163,8 @@ pub struct EnergyFigure {
     pub device: String,
     pub joules: f64,
     pub method: EnergyMethod,
+    #[serde(deserialize_with = "super::nan::f64")]
+    #[schemars(with = "Option<f64>")]
     pub average_power_w: f64,
     pub peak_power_w: Option<f64>,
     /// Inferences (samples) per joule over the window.

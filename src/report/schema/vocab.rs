@@ -46,3 +46,55 @@ impl std::fmt::Display for Precision {
         })
     }
 }
+
+/// A verdict: of a run's validity, a clause, an accuracy grade, a whole report. Serialized
+/// as the words reports print (`VALID`, `PASS`, `N/A`, `COMPLIANT`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Verdict {
+    /// A measurement whose run policy held.
+    #[serde(rename = "VALID")]
+    Valid,
+    /// A measurement that cannot be trusted (a rule failed), or a grade that cannot tell a
+    /// broken device from a working one.
+    #[serde(rename = "INVALID")]
+    Invalid,
+    #[serde(rename = "PASS")]
+    Pass,
+    #[serde(rename = "FAIL")]
+    Fail,
+    /// The clause does not apply to this run.
+    #[serde(rename = "N/A")]
+    NotApplicable,
+    /// Cannot be measured; the lab attests it.
+    #[serde(rename = "ATTESTED")]
+    Attested,
+    /// Evidence is missing (a stage did not finish, a sensor did not answer).
+    #[serde(rename = "INCOMPLETE")]
+    Incomplete,
+    #[serde(rename = "COMPLIANT")]
+    Compliant,
+    #[serde(rename = "NOT COMPLIANT")]
+    NotCompliant,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Valid => "VALID",
+            Verdict::Invalid => "INVALID",
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::NotApplicable => "N/A",
+            Verdict::Attested => "ATTESTED",
+            Verdict::Incomplete => "INCOMPLETE",
+            Verdict::Compliant => "COMPLIANT",
+            Verdict::NotCompliant => "NOT COMPLIANT",
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

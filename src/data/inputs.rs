@@ -1,0 +1,319 @@
+//! The inputs of a model run: the inputs a model declares, given tensor files matched to them
+//! (`NAME=FILE.npy|.npz|.pb`, an `.npz` archive, an ONNX `test_data_set` folder, a folder of
+//! `NAME.npy`), and seeded inputs where none is given. Every given tensor is checked against
+//! the model's declaration before anything loads.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+
+use super::io;
+use crate::model::InputShape;
+use crate::model::onnx::{DataType, OnnxFile};
+use crate::model::shape::Dim;
+use crate::model::tensor::{HostTensor, SUPPORTED_IO_TYPES, TensorData};
+pub use crate::report::schema::run::{InputRecord, OutputRecord};
+
+/// One model input as the model declares it.
+#[derive(Debug, Clone)]
+pub struct InputSpec {
+    pub name: String,
+    pub dtype: DataType,
+    /// Declared dims (`Dim::Sym` for dynamic ones).
+    pub dims: Vec<Dim>,
+}
+
+/// The real inputs of a model (graph inputs that are not initializers), in order.
+pub fn input_specs(model: &Path) -> anyhow::Result<Vec<InputSpec>> {
+    let f = OnnxFile::open(model)?;
+    let g = f.graph();
+    let init: std::collections::HashSet<&str> =
+        g.initializer.iter().map(|t| t.name.as_str()).collect();
+    Ok(g.input
+        .iter()
+        .filter(|i| !init.contains(i.name.as_str()))
+        .map(value_spec)
+        .collect())
+}
+
+/// The outputs of a model, in order.
+pub fn output_specs(model: &Path) -> anyhow::Result<Vec<InputSpec>> {
+    let f = OnnxFile::open(model)?;
+    Ok(f.graph().output.iter().map(value_spec).collect())
+}
+
+fn value_spec(i: &crate::model::onnx::ValueInfoProto) -> InputSpec {
+    let t = i.tensor_type();
+    InputSpec {
+        name: i.name.clone(),
+        dtype: DataType(t.map(|t| t.elem_type).unwrap_or(0)),
+        dims: t
+            .and_then(|t| t.shape.as_ref())
+            .map(|s| {
+                s.dim
+                    .iter()
+                    .map(|d| match (&d.dim_value, &d.dim_param) {
+                        (Some(v), _) => Dim::Known(*v),
+                        (None, Some(p)) => Dim::Sym(p.clone()),
+                        _ => Dim::Sym("?".into()),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn shape_text(s: &[usize]) -> String {
+    if s.is_empty() {
+        "scalar".into()
+    } else {
+        s.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("x")
+    }
+}
+
+fn dims_text(d: &[Dim]) -> String {
+    crate::model::shape::shape_str(d)
+}
+
+/// Checks a given tensor against the model's declaration of input `spec`.
+pub fn check_input(spec: &InputSpec, data: &TensorData, source: &str) -> anyhow::Result<()> {
+    if data.dtype() != spec.dtype {
+        bail!(
+            "input '{}': the model expects {} {}, {} holds {} {}; convert the array (numpy: arr.astype(...))",
+            spec.name,
+            spec.dtype.name(),
+            dims_text(&spec.dims),
+            source,
+            data.dtype().name(),
+            shape_text(data.shape())
+        );
+    }
+    let shape = data.shape();
+    let ok = shape.len() == spec.dims.len()
+        && shape
+            .iter()
+            .zip(&spec.dims)
+            .all(|(&g, d)| d.known().is_none_or(|k| k as usize == g));
+    if !ok {
+        bail!(
+            "input '{}': the model expects shape {}, {} has {}",
+            spec.name,
+            dims_text(&spec.dims),
+            source,
+            shape_text(shape)
+        );
+    }
+    Ok(())
+}
+
+/// Resolves every model input: from `--input` files, or generated from `seed` at the
+/// declared (or `--shape`) shape.
+pub fn gather_inputs(
+    specs: &[InputSpec],
+    files: &[String],
+    shapes: &[InputShape],
+    seed: u64,
+) -> anyhow::Result<(Vec<HostTensor>, Vec<InputRecord>)> {
+    // `name=path` pairs, and bare `.npz` archives read by input name.
+    let mut named: Vec<(String, PathBuf)> = Vec::new();
+    let mut archives: Vec<PathBuf> = Vec::new();
+    for f in files {
+        match f.split_once('=') {
+            Some((n, p)) => named.push((n.to_string(), PathBuf::from(p))),
+            None if f.ends_with(".npz") => archives.push(PathBuf::from(f)),
+            None => bail!(
+                "--input '{f}': write NAME=FILE.npy (or NAME=FILE.npz), or give an .npz whose arrays are named like the inputs"
+            ),
+        }
+    }
+    for (n, _) in &named {
+        if !specs.iter().any(|s| &s.name == n) {
+            bail!(
+                "--input '{n}=...': the model has no input '{n}'; its inputs are {}",
+                specs
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    for s in shapes {
+        if !specs.iter().any(|sp| sp.name == s.name) {
+            bail!(
+                "--shape '{}': the model has no input of that name; its inputs are {}",
+                s.name,
+                specs
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    let mut tensors = Vec::with_capacity(specs.len());
+    let mut records = Vec::with_capacity(specs.len());
+    for (k, spec) in specs.iter().enumerate() {
+        let (data, source) = if let Some((_, p)) = named.iter().find(|(n, _)| n == &spec.name) {
+            let data = match p.extension().and_then(|e| e.to_str()) {
+                Some("npz") => io::read_npz(p, &spec.name)?,
+                Some("pb") => io::read_pb(p)?.1,
+                _ => io::read_npy(p)?,
+            };
+            (data, format!("file {}", p.display()))
+        } else if let Some(p) = archives
+            .iter()
+            .find(|p| io::npz_names(p).is_ok_and(|n| n.contains(&spec.name)))
+        {
+            (
+                io::read_npz(p, &spec.name)?,
+                format!("file {} [{}]", p.display(), spec.name),
+            )
+        } else {
+            let dims: Vec<usize> = match shapes.iter().find(|s| s.name == spec.name) {
+                Some(s) => s.dims.iter().map(|&d| d as usize).collect(),
+                None => match spec
+                    .dims
+                    .iter()
+                    .map(|d| d.known())
+                    .collect::<Option<Vec<_>>>()
+                {
+                    Some(d) => d.iter().map(|&v| v as usize).collect(),
+                    None => bail!(
+                        "input '{}' has dynamic dims {}: pass --shape {}:<dims> (e.g. 1x3x640x640) or --input {}=FILE.npy",
+                        spec.name,
+                        dims_text(&spec.dims),
+                        spec.name,
+                        spec.name
+                    ),
+                },
+            };
+            let s = seed.wrapping_add(k as u64);
+            let data = TensorData::seeded(spec.dtype, &dims, s).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "input '{}' is {}; acceval can generate {SUPPORTED_IO_TYPES}: pass --input {}=FILE.npy",
+                    spec.name,
+                    spec.dtype.name(),
+                    spec.name
+                )
+            })?;
+            let range = if spec.dtype.is_float() {
+                "uniform [0, 1)"
+            } else if spec.dtype == DataType::BOOL {
+                "fair booleans"
+            } else {
+                "integers in [0, 10)"
+            };
+            (data, format!("generated: seed {s}, {range}"))
+        };
+        check_input(spec, &data, &source)?;
+        records.push(InputRecord {
+            name: spec.name.clone(),
+            elem_type: data.dtype().name().to_string(),
+            shape: data.shape().to_vec(),
+            source,
+        });
+        tensors.push(HostTensor {
+            name: spec.name.clone(),
+            data,
+        });
+    }
+    Ok((tensors, records))
+}
+
+/// The summary of one output tensor: type, shape, range, non-finite counts.
+pub fn describe_output(t: &HostTensor) -> OutputRecord {
+    let v = t.data.to_f64();
+    let finite: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    OutputRecord {
+        name: t.name.clone(),
+        elem_type: t.data.dtype().name().to_string(),
+        shape: t.data.shape().to_vec(),
+        min: finite.iter().copied().reduce(f64::min),
+        max: finite.iter().copied().reduce(f64::max),
+        mean: (!finite.is_empty()).then(|| finite.iter().sum::<f64>() / finite.len() as f64),
+        nan_count: v.iter().filter(|x| x.is_nan()).count(),
+        inf_count: v.iter().filter(|x| x.is_infinite()).count(),
+    }
+}
+
+/// What `--inputs PATH` holds.
+pub enum InputsPath {
+    /// Images: run the task pipeline on them.
+    Images,
+    /// `NAME=FILE` pairs for `gather_inputs`.
+    Files(Vec<String>),
+}
+
+/// Interprets `--inputs PATH`: an `.npz` archive; a folder of images; an ONNX
+/// `test_data_set` folder (or a test folder holding `test_data_set_0`); a folder of
+/// `NAME.npy` files named like the model's inputs.
+pub fn inputs_path(path: &Path, specs: &[InputSpec]) -> anyhow::Result<InputsPath> {
+    if path.is_file() {
+        return if path.extension().is_some_and(|e| e == "npz") {
+            Ok(InputsPath::Files(vec![path.display().to_string()]))
+        } else {
+            bail!(
+                "--inputs '{}': give a folder or an .npz archive",
+                path.display()
+            )
+        };
+    }
+    if !path.is_dir() {
+        bail!("--inputs '{}' does not exist", path.display());
+    }
+    let has = |ext: &[&str]| {
+        std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .any(|e| {
+                e.path()
+                    .extension()
+                    .and_then(|x| x.to_str())
+                    .is_some_and(|x| ext.contains(&x.to_ascii_lowercase().as_str()))
+            })
+    };
+    let set = if path.join("test_data_set_0").is_dir() {
+        Some(path.join("test_data_set_0"))
+    } else if path.join("input_0.pb").is_file() {
+        Some(path.to_path_buf())
+    } else {
+        None
+    };
+    if let Some(set) = set {
+        // ONNX's convention: input_K.pb is the model's K-th input.
+        return Ok(InputsPath::Files(
+            specs
+                .iter()
+                .enumerate()
+                .map(|(k, s)| format!("{}={}", s.name, set.join(format!("input_{k}.pb")).display()))
+                .collect(),
+        ));
+    }
+    if has(&["jpg", "jpeg", "png"]) {
+        return Ok(InputsPath::Images);
+    }
+    let npy: Vec<String> = specs
+        .iter()
+        .filter_map(|s| {
+            let f = path.join(format!("{}.npy", s.name));
+            f.is_file().then(|| format!("{}={}", s.name, f.display()))
+        })
+        .collect();
+    if npy.is_empty() {
+        bail!(
+            "--inputs '{}' holds no images, no test_data_set and no .npy file named after an input ({})",
+            path.display(),
+            specs
+                .iter()
+                .map(|s| format!("{}.npy", s.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(InputsPath::Files(npy))
+}

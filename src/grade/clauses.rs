@@ -1,0 +1,860 @@
+//! The clause table and the verdict, from what the grade measured ([`Evidence`]). One
+//! function per clause family; each returns its clauses and the reasons it fails, so a new
+//! clause is one function and one line in [`judge`].
+
+use std::path::PathBuf;
+
+use crate::device::telemetry::Kind;
+use crate::grade::profile::{self, Profile};
+use crate::model::Analysis;
+use crate::report::schema::Verdict;
+use crate::report::schema::accuracy::AccuracyReport;
+use crate::report::schema::bench::BenchReport;
+use crate::report::schema::devices::Devices;
+use crate::report::schema::grade::{AccuracyError, Clause, Source, Stage, StageStatus};
+use crate::standard::{self, Level};
+use crate::util::fmt::{sci, thousands};
+use crate::zoo::Precision;
+
+/// Everything a grade measured so far.
+#[derive(Default)]
+pub struct Evidence {
+    pub stages: Vec<Stage>,
+    pub devices: Option<Devices>,
+    pub analysis: Option<Analysis>,
+    pub model_path: Option<PathBuf>,
+    pub accuracy: Vec<AccuracyReport>,
+    pub accuracy_errors: Vec<AccuracyError>,
+    pub speed: Option<BenchReport>,
+    pub speed_model: Option<PathBuf>,
+    pub qps: Option<crate::load::qps::QpsReport>,
+    pub llm: Option<crate::llm::run::LlmReport>,
+}
+
+/// The clause table and the verdict.
+pub struct Judgement {
+    pub clauses: Vec<Clause>,
+    /// COMPLIANT, NOT COMPLIANT or INCOMPLETE.
+    pub verdict: Verdict,
+    pub reasons: Vec<String>,
+}
+
+/// The clauses one family adds, and why they fail the grade.
+#[derive(Default)]
+struct Found {
+    clauses: Vec<Clause>,
+    reasons: Vec<String>,
+}
+
+impl Found {
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        clause: &str,
+        title: &str,
+        requirement: impl Into<String>,
+        measured: impl Into<String>,
+        verdict: Verdict,
+        reason: Option<String>,
+        source: Source,
+    ) {
+        self.clauses.push(Clause {
+            clause: clause.into(),
+            title: title.into(),
+            requirement: requirement.into(),
+            measured: measured.into(),
+            verdict,
+            reason,
+            source,
+        });
+    }
+}
+
+fn na(why: &str) -> Option<String> {
+    Some(why.to_string())
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+fn opt(v: Option<f64>, unit: &str) -> String {
+    v.map(|v| format!("{v:.3}{unit}"))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+/// The q-th percentile (0–100) of the end-to-end latencies, by the same rule as every other
+/// percentile (linear interpolation): a profile may judge on any percentile, not only the
+/// ones the summary holds.
+pub fn percentile_of(b: &BenchReport, q: f64) -> Option<f64> {
+    let mut v: Vec<f64> = b.raw.iter().map(|x| x.total_ms).collect();
+    v.sort_by(f64::total_cmp);
+    crate::measure::stats::quantile_sorted(&v, q / 100.0)
+}
+
+/// The clause table and the verdict from what was measured.
+pub fn judge(p: &Profile, backend: &str, e: &Evidence) -> Judgement {
+    let families = [
+        devices(backend, e),
+        framework(backend, e),
+        precision(p, e),
+        placement(backend),
+        tables(e),
+        accuracy(p, e),
+        attestations(p),
+        model_support(backend, e),
+        speed(p, e),
+        qps(p, e),
+        llm(p, e),
+        telemetry(p, e),
+    ];
+    let mut clauses = Vec::new();
+    let mut reasons = Vec::new();
+    for f in families {
+        clauses.extend(f.clauses);
+        reasons.extend(f.reasons);
+    }
+    let expected = 4 + p.qps.is_some() as usize + p.llm.is_some() as usize;
+    let complete =
+        e.stages.iter().all(|s| s.status == StageStatus::Done) && e.stages.len() == expected;
+    let verdict = if !complete {
+        for s in e.stages.iter().filter(|s| s.status != StageStatus::Done) {
+            reasons.insert(
+                0,
+                format!(
+                    "stage {} {}{}",
+                    s.name,
+                    s.status,
+                    s.error
+                        .as_ref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                ),
+            );
+        }
+        Verdict::Incomplete
+    } else if reasons.is_empty() {
+        Verdict::Compliant
+    } else {
+        Verdict::NotCompliant
+    };
+    Judgement {
+        clauses,
+        verdict,
+        reasons,
+    }
+}
+
+/// §6 a, b (architecture), §6 c / §6.2 b (compute units), §6.2 c (identification).
+fn devices(backend: &str, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    let Some(d) = &e.devices else { return f };
+    f.add(
+        "§6 a, b",
+        "Processor architecture",
+        "report the processor architecture",
+        format!(
+            "{} ({}, {} logical CPUs)",
+            d.host.arch, d.host.cpu_model, d.host.logical_cpus
+        ),
+        Verdict::Pass,
+        None,
+        Source::Standard,
+    );
+    let accel: Vec<String> = d
+        .nvidia
+        .gpus
+        .iter()
+        .map(|g| format!("GPU {} {}", g.index, g.name))
+        .chain(
+            d.ascend
+                .npus
+                .iter()
+                .map(|n| format!("NPU {}:{} {}", n.card_id, n.device_id, n.chip_name)),
+        )
+        .collect();
+    let on_cpu = matches!(backend, "cpu") || backend == "ort:cpu" || backend.starts_with("mock");
+    f.add(
+        "§6 c, §6.2 b",
+        "Compute units",
+        "inference supports at least one dedicated AI inference chip besides CPU/GPU",
+        if accel.is_empty() {
+            "CPU only".to_string()
+        } else {
+            accel.join(", ")
+        },
+        if on_cpu {
+            Verdict::NotApplicable
+        } else {
+            Verdict::Pass
+        },
+        if on_cpu {
+            na(&format!("the backend under test ({backend}) is the CPU; the requirement concerns the accelerator being certified"))
+        } else {
+            None
+        },
+        Source::Standard,
+    );
+    let container = if d.host.container.in_container {
+        d.host
+            .container
+            .runtime
+            .clone()
+            .unwrap_or_else(|| "yes".into())
+    } else {
+        "no".into()
+    };
+    f.add(
+        "§6.2 c",
+        "Device identification",
+        "the device is identified; container mapping supported",
+        format!(
+            "host {} · {} GPU(s) via NVML{} · {} NPU(s){} · container: {container}",
+            d.host.hostname,
+            d.nvidia.gpus.len(),
+            d.nvidia
+                .not_available
+                .as_ref()
+                .map(|w| format!(" ({})", w.split(" (").next().unwrap_or(w)))
+                .unwrap_or_default(),
+            d.ascend.npus.len(),
+            d.ascend
+                .not_available
+                .as_ref()
+                .map(|_| " (no Ascend driver)".to_string())
+                .unwrap_or_default(),
+        ),
+        Verdict::Pass,
+        None,
+        Source::Standard,
+    );
+    f
+}
+
+/// §6 d: the framework (the model's format and the engine running it).
+fn framework(backend: &str, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    let engine = e
+        .speed
+        .as_ref()
+        .map(|s| s.session.engine.clone())
+        .or_else(|| e.accuracy.first().map(|a| a.session.engine.clone()))
+        .unwrap_or_else(|| backend.to_string());
+    let inspected = e.analysis.is_some();
+    f.add(
+        "§6 d",
+        "Framework",
+        "at least one of TensorFlow, PyTorch, Caffe, MXNet, ONNX, MindSpore, Paddle",
+        format!("ONNX model on {engine}"),
+        if inspected {
+            Verdict::Pass
+        } else {
+            Verdict::NotApplicable
+        },
+        if inspected {
+            None
+        } else {
+            na("the model was not inspected")
+        },
+        Source::Standard,
+    );
+    f
+}
+
+/// The accuracy result of a precision (`fp32`, `fp16`, `int8`).
+fn graded<'a>(e: &'a Evidence, precision: &str) -> Option<&'a AccuracyReport> {
+    e.accuracy.iter().find(|a| {
+        a.precision
+            .map(|x| format!("{x:?}").to_lowercase())
+            .as_deref()
+            == Some(precision)
+    })
+}
+
+/// §6 e: INT8 and FP16 inference.
+fn precision(p: &Profile, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    let ran = |prec: &str| graded(e, prec).is_some_and(|a| a.complete);
+    let asked = |prec: &str| p.model.precisions.iter().any(|x| x == prec);
+    let ok = ran("int8") && ran("fp16");
+    let both = asked("int8") && asked("fp16");
+    let list: Vec<String> = e
+        .accuracy
+        .iter()
+        .map(|a| {
+            format!(
+                "{} ({})",
+                a.precision.map(|x| x.to_string()).unwrap_or_default(),
+                a.level
+                    .map(|l| l.to_string())
+                    .unwrap_or_else(|| "below C1".into())
+            )
+        })
+        .collect();
+    f.add(
+        "§6 e",
+        "Precision",
+        "inference supports INT8 and FP16",
+        format!("graded: {}", list.join(", ")),
+        match (ok, both) {
+            (true, _) => Verdict::Pass,
+            (false, true) => Verdict::Fail,
+            (false, false) => Verdict::NotApplicable,
+        },
+        match (ok, both) {
+            (true, _) => None,
+            (false, true) => na("a variant did not run to the end"),
+            (false, false) => na("the profile does not grade both INT8 and FP16"),
+        },
+        Source::Standard,
+    );
+    f
+}
+
+/// §6.2 f: operator placement.
+fn placement(backend: &str) -> Found {
+    let mut f = Found::default();
+    f.add(
+        "§6.2 f",
+        "Operator placement and fallback",
+        "report which operators ran on the accelerator and which fell back to the CPU",
+        "see `acceval run --placement` for ONNX Runtime providers",
+        Verdict::NotApplicable,
+        na(if backend.starts_with("ort:") && backend != "ort:cpu" {
+            "placement is recorded by `acceval run --placement`; the grade does not profile the speed run (profiling adds overhead)"
+        } else {
+            "every operator runs on the CPU backend"
+        }),
+        Source::Standard,
+    );
+    f
+}
+
+/// §6.2 h: Tables 1 and 2.
+fn tables(e: &Evidence) -> Found {
+    let mut f = Found::default();
+    let Some(a) = &e.analysis else { return f };
+    let t1 = standard::size_level(mb(a.params.bytes));
+    let t2 = a.gflops.and_then(standard::size_level);
+    let name = |l: Option<Level>| {
+        l.map(|l| l.to_string())
+            .unwrap_or_else(|| "no level".into())
+    };
+    f.add(
+        "§6.2 h",
+        "Model size (Table 1)",
+        "grade the parameter size: C1 ≥ 1000 MB, C2 ≥ 100, C3 ≥ 10, C4 > 0",
+        format!(
+            "{} parameters, {:.3} MB → {}",
+            thousands(a.params.count),
+            mb(a.params.bytes),
+            name(t1)
+        ),
+        Verdict::Pass,
+        None,
+        Source::Standard,
+    );
+    f.add(
+        "§6.2 h",
+        "Compute (Table 2)",
+        "grade the FLOPs: C1 ≥ 1000 G, C2 ≥ 100, C3 ≥ 10, C4 > 0",
+        match (a.macs, a.gflops) {
+            (Some(m), Some(g)) => format!("{} MACs, {g:.3} GFLOPs → {}", thousands(m), name(t2)),
+            _ => "n/a: MACs not computed".into(),
+        },
+        if a.gflops.is_some() {
+            Verdict::Pass
+        } else {
+            Verdict::NotApplicable
+        },
+        if a.gflops.is_some() {
+            None
+        } else {
+            a.macs_unavailable.clone()
+        },
+        Source::Standard,
+    );
+    f
+}
+
+/// §6.2 i: Table 3 against Table 4, per graded precision.
+fn accuracy(p: &Profile, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    for prec in &p.model.precisions {
+        let a = graded(e, prec);
+        let err = e.accuracy_errors.iter().find(|x| &x.precision == prec);
+        let (measured, verdict, reason) = match (a, err) {
+            (Some(a), _)
+                if a.complete
+                    && standard::accuracy_meets(a.level, p.accuracy.required)
+                    && a.nonfinite.is_empty() =>
+            {
+                (
+                    format!(
+                        "MSE {} (output '{}') → {}; decision: {}",
+                        sci(a.mse),
+                        a.worst_output,
+                        a.level.map(|l| l.to_string()).unwrap_or_default(),
+                        a.agreement_text
+                    ),
+                    Verdict::Pass,
+                    None,
+                )
+            }
+            (Some(a), _) => (
+                format!(
+                    "MSE {} → {}",
+                    sci(a.mse),
+                    a.level
+                        .map(|l| l.to_string())
+                        .unwrap_or_else(|| "below C1".into())
+                ),
+                Verdict::Fail,
+                a.verdict_reason.clone().or(a.error.clone()),
+            ),
+            (None, Some(x)) => ("not measured".into(), Verdict::Fail, Some(x.error.clone())),
+            (None, None) => (
+                "not measured".into(),
+                Verdict::Fail,
+                na("the accuracy stage did not run"),
+            ),
+        };
+        if verdict != Verdict::Pass {
+            f.reasons.push(format!(
+                "accuracy {}: {}",
+                prec.to_uppercase(),
+                reason
+                    .clone()
+                    .unwrap_or_else(|| "below the required level".into())
+            ));
+        }
+        f.add(
+            "§6.2 i",
+            "Accuracy (Table 3)",
+            format!(
+                "{}: Table 3 level {} or stricter (Table 4, {})",
+                prec.to_uppercase(),
+                p.accuracy.required,
+                p.scenario
+            ),
+            measured,
+            verdict,
+            reason,
+            Source::Standard,
+        );
+    }
+    f
+}
+
+/// §7.2.1: what the lab attests.
+fn attestations(p: &Profile) -> Found {
+    let mut f = Found::default();
+    let att = &p.attestations;
+    for (title, v) in [
+        ("Installation package", &att.installation_package),
+        ("C/C++ inference library", &att.cpp_library),
+        ("Container run image", &att.container_run_image),
+        ("Container build image", &att.container_build_image),
+    ] {
+        let v = v.as_ref().filter(|s| !s.trim().is_empty());
+        f.add(
+            "§7.2.1",
+            title,
+            "present (cannot be measured; attested by the lab)",
+            v.cloned().unwrap_or_else(|| "not attested".into()),
+            if v.is_some() {
+                Verdict::Attested
+            } else {
+                Verdict::NotApplicable
+            },
+            if v.is_some() {
+                None
+            } else {
+                na("not attested in the profile's [attestations]")
+            },
+            Source::Standard,
+        );
+    }
+    f
+}
+
+/// §7.2.2: the basic model runs and its FP32 result is correct.
+fn model_support(backend: &str, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    let fp32 = e
+        .accuracy
+        .iter()
+        .find(|a| a.precision == Some(Precision::Fp32));
+    f.add(
+        "§7.2.2",
+        "Model support",
+        "the model runs and its results are correct",
+        match fp32 {
+            Some(a) => format!(
+                "FP32 on {backend}: MSE {} against the CPU reference",
+                sci(a.mse)
+            ),
+            None => "FP32 not graded".into(),
+        },
+        match fp32 {
+            Some(a) if a.level == Some(Level::C4) => Verdict::Pass,
+            Some(_) => Verdict::Fail,
+            None => Verdict::NotApplicable,
+        },
+        if fp32.is_none() {
+            na("the profile does not grade FP32")
+        } else {
+            None
+        },
+        Source::Standard,
+    );
+    f
+}
+
+/// §7.2.3–7.2.4 and Table 5.
+fn speed(p: &Profile, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    let Some(s) = &e.speed else {
+        f.reasons.push("speed: not measured".into());
+        return f;
+    };
+    let q = p.speed.percentile;
+    let lat = percentile_of(s, q);
+    let fps = s.fps.value;
+    let level = lat.zip(fps).and_then(|(l, x)| p.speed_level(l, x));
+    let valid = s.validity.result == Verdict::Valid;
+    let speed_ok = valid && profile::speed_meets(level, p.speed.required) && s.complete;
+    let t = p.speed.levels.get(&p.speed.required.to_string());
+    let pass = |ok: bool| if ok { Verdict::Pass } else { Verdict::Fail };
+    f.add(
+        "§7.2.3",
+        "Time (latency)",
+        format!(
+            "P{q} end-to-end batch-1 latency ≤ {} ms ({} of Table 5)",
+            t.map(|t| t.max_latency_ms).unwrap_or(f64::NAN),
+            p.speed.required
+        ),
+        match (&s.latency_ms, lat) {
+            (Some(l), Some(x)) => format!(
+                "P{q} {x:.3} ms; mean {:.3} ms, P99 {:.3} ms, N = {}",
+                l.mean, l.p99, l.n
+            ),
+            _ => "n/a: no samples".into(),
+        },
+        pass(lat.zip(t).is_some_and(|(x, t)| x <= t.max_latency_ms) && valid),
+        None,
+        Source::Profile,
+    );
+    f.add(
+        "§7.2.4",
+        "FPS",
+        format!(
+            "FPS = N/ΣTi ≥ {} ({} of Table 5)",
+            t.map(|t| t.min_fps).unwrap_or(f64::NAN),
+            p.speed.required
+        ),
+        format!(
+            "{} 1/s; wall-clock throughput {} 1/s",
+            opt(fps, ""),
+            opt(s.throughput.value, "")
+        ),
+        pass(fps.zip(t).is_some_and(|(x, t)| x >= t.min_fps) && valid),
+        None,
+        Source::Profile,
+    );
+    let achieved = level
+        .map(|l| l.to_string())
+        .unwrap_or_else(|| "below C4".into());
+    f.add(
+        "Table 5",
+        "Speed level",
+        format!("{} or more demanding ({})", p.speed.required, p.scenario),
+        format!("{achieved} (run {})", s.validity.result),
+        pass(speed_ok),
+        (!valid).then(|| {
+            format!(
+                "the run is INVALID: {}",
+                s.validity
+                    .rules
+                    .iter()
+                    .filter(|r| !r.passed)
+                    .map(|r| format!("{} ({})", r.rule, r.detail))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        }),
+        Source::Profile,
+    );
+    if !speed_ok {
+        f.reasons.push(format!(
+            "speed: {achieved} achieved, {} required{}",
+            p.speed.required,
+            if valid { "" } else { " (run INVALID)" }
+        ));
+    }
+    f
+}
+
+/// §7.2.5: the highest QPS within the bound.
+fn qps(p: &Profile, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    match (&p.qps, &e.qps) {
+        (None, _) => f.add(
+            "§7.2.5",
+            "QPS",
+            "maximum queries per second within a response-time bound",
+            "not measured",
+            Verdict::NotApplicable,
+            na("the profile sets no QPS requirement (no [qps] section)"),
+            Source::Standard,
+        ),
+        (Some(q), None) => {
+            f.add(
+                "§7.2.5",
+                "QPS",
+                format!("max QPS within {} ≥ {} req/s", q.slo, q.min_qps),
+                "not measured",
+                Verdict::Fail,
+                Some("the QPS stage did not produce a result".into()),
+                Source::Profile,
+            );
+            f.reasons.push("QPS: not measured".into());
+        }
+        (Some(q), Some(m)) => {
+            let ok = m.max_qps.is_some_and(|v| v >= q.min_qps);
+            let measured = match (m.max_qps, m.best_step) {
+                (Some(v), Some(k)) => {
+                    let s = &m.steps[k];
+                    format!(
+                        "{v:.1} req/s (open loop, Poisson; offered {:.1} req/s; {}; {} failed of {})",
+                        s.target,
+                        s.slo_values
+                            .iter()
+                            .map(|(n, x)| format!(
+                                "{n} {}",
+                                x.map(|x| format!("{x:.2} ms"))
+                                    .unwrap_or_else(|| "n/a".into())
+                            ))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        s.failed,
+                        s.sent
+                    )
+                }
+                _ => m.max_qps_na.clone().unwrap_or_else(|| "n/a".into()),
+            };
+            let max = m
+                .max_qps
+                .map(|v| format!("{v:.1}"))
+                .unwrap_or_else(|| "n/a".into());
+            f.add(
+                "§7.2.5",
+                "QPS",
+                format!(
+                    "max QPS within {} (error budget {}) ≥ {} req/s",
+                    q.slo, q.error_budget, q.min_qps
+                ),
+                measured,
+                if ok { Verdict::Pass } else { Verdict::Fail },
+                (!ok).then(|| format!("max QPS {max} < {} req/s", q.min_qps)),
+                Source::Profile,
+            );
+            if !ok {
+                f.reasons.push(format!(
+                    "QPS: {} achieved, {} req/s required",
+                    m.max_qps
+                        .map(|v| format!("{v:.1} req/s"))
+                        .unwrap_or_else(|| "none".into()),
+                    q.min_qps
+                ));
+            }
+        }
+    }
+    f
+}
+
+/// LLM serving (MindIE Benchmark, SPEC §7): only when the profile has an [llm] stage.
+fn llm(p: &Profile, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    let Some(l) = &p.llm else { return f };
+    let mut req = Vec::new();
+    let mut bad = Vec::new();
+    let measured = match e.llm.as_ref().and_then(|x| x.runs.first()) {
+        None => {
+            bad.push("not measured".to_string());
+            "not measured".to_string()
+        }
+        Some(run) => {
+            let slo90 = |m: &str| {
+                run.metrics
+                    .get(m)
+                    .and_then(|s| s.as_ref())
+                    .map(|s| s.SLO_P90)
+            };
+            // (figure, the profile's bound, the measured value, bound is an upper one, unit)
+            type Check<'a> = (&'a str, Option<f64>, Option<f64>, bool, &'a str);
+            let checks: [Check; 4] = [
+                (
+                    "FirstTokenTime SLO_P90",
+                    l.max_first_token_ms,
+                    slo90("FirstTokenTime"),
+                    true,
+                    "ms",
+                ),
+                ("TPOT SLO_P90", l.max_tpot_ms, slo90("TPOT"), true, "ms"),
+                (
+                    "Throughput",
+                    l.min_throughput,
+                    Some(run.throughput),
+                    false,
+                    "req/s",
+                ),
+                (
+                    "GenerateSpeed",
+                    l.min_generate_speed,
+                    run.generate_speed,
+                    false,
+                    "token/s",
+                ),
+            ];
+            for (name, limit, value, upper, unit) in checks {
+                let Some(limit) = limit else { continue };
+                req.push(format!(
+                    "{name} {} {limit} {unit}",
+                    if upper { "≤" } else { "≥" }
+                ));
+                match value {
+                    Some(v) if (upper && v <= limit) || (!upper && v >= limit) => {}
+                    Some(v) => bad.push(format!("{name} {v:.3} {unit}")),
+                    None => bad.push(format!("{name} n/a")),
+                }
+            }
+            if run.failed > 0 {
+                bad.push(format!("{} of {} requests failed", run.failed, run.total));
+            }
+            format!(
+                "Throughput {:.3} req/s, GenerateSpeed {}, FirstTokenTime SLO_P90 {}, TPOT SLO_P90 {}; {} failed of {}",
+                run.throughput,
+                run.generate_speed
+                    .map(|v| format!("{v:.1} token/s"))
+                    .unwrap_or_else(|| "n/a".into()),
+                opt(slo90("FirstTokenTime"), " ms"),
+                opt(slo90("TPOT"), " ms"),
+                run.failed,
+                run.total
+            )
+        }
+    };
+    req.push("no failed request".into());
+    let ok = bad.is_empty();
+    f.add(
+        "SPEC §7",
+        "LLM serving (MindIE Benchmark)",
+        format!(
+            "{} at concurrency {} ({})",
+            req.join(", "),
+            l.concurrency,
+            l.model
+        ),
+        measured,
+        if ok { Verdict::Pass } else { Verdict::Fail },
+        (!ok).then(|| bad.join("; ")),
+        Source::Profile,
+    );
+    if !ok {
+        f.reasons.push(format!("LLM serving: {}", bad.join("; ")));
+    }
+    f
+}
+
+/// §7.2.6: utilization, with power and energy.
+fn telemetry(p: &Profile, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    let Some(t) = e.speed.as_ref().and_then(|s| s.telemetry.as_ref()) else {
+        let ok = p.telemetry.require.is_empty();
+        f.add(
+            "§7.2.6",
+            "Utilization, power, energy",
+            "sample every second",
+            "not measured",
+            if ok {
+                Verdict::NotApplicable
+            } else {
+                Verdict::Fail
+            },
+            na("no telemetry was recorded"),
+            Source::Profile,
+        );
+        return f;
+    };
+    let util: Vec<String> = t
+        .channels
+        .iter()
+        .filter(|c| {
+            c.kind == Kind::Utilization && !c.name.starts_with("cpu") || c.name == "cpu.util_pct"
+        })
+        .map(|c| {
+            format!(
+                "{} mean {} max {}",
+                c.name,
+                c.mean
+                    .map(|v| format!("{v:.1} %"))
+                    .unwrap_or_else(|| "n/a".into()),
+                c.max
+                    .map(|v| format!("{v:.1} %"))
+                    .unwrap_or_else(|| "n/a".into())
+            )
+        })
+        .collect();
+    let missing: Vec<&str> = p
+        .telemetry
+        .require
+        .iter()
+        .filter(|s| {
+            !t.sensors
+                .iter()
+                .any(|x| &x.sensor == *s && x.status.is_available())
+        })
+        .map(String::as_str)
+        .collect();
+    let ok = missing.is_empty();
+    let power = if t.energy.is_empty() {
+        "power and energy: n/a (no sensor)".to_string()
+    } else {
+        t.energy
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}: {:.3} W average, {:.3} J, {} inferences/J",
+                    e.device,
+                    e.average_power_w,
+                    e.joules,
+                    opt(e.inferences_per_joule, "")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    f.add(
+        "§7.2.6",
+        "Utilization, power, energy",
+        format!(
+            "sample every {} ms; mean and max; required sensors: {}",
+            t.interval_ms,
+            if p.telemetry.require.is_empty() {
+                "none".to_string()
+            } else {
+                p.telemetry.require.join(", ")
+            }
+        ),
+        format!("{}; {power}", util.join("; ")),
+        if ok { Verdict::Pass } else { Verdict::Fail },
+        (!ok).then(|| format!("required sensor(s) not available: {}", missing.join(", "))),
+        Source::Profile,
+    );
+    if !ok {
+        f.reasons
+            .push("telemetry: a required sensor is not available".into());
+    }
+    f
+}

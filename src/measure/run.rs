@@ -1,0 +1,237 @@
+//! One model on one backend (`acceval run`): the §5.3 split (IR conversion, graph
+//! initialisation, the first inference, steady runs), the outputs, and where each node ran
+//! (§6.2 f); or the task pipeline on image files or a load series. Returns reports; prints
+//! nothing.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::bail;
+
+use crate::backend::{self, BackendSettings, BackendSpec, Placement};
+use crate::data::inputs::{describe_output, gather_inputs, input_specs};
+use crate::measure::stats::Summary;
+use crate::model::InputShape;
+use crate::model::tensor::HostTensor;
+pub use crate::report::schema::run::{PlacementRecord, RunReport, RunTimings, TaskReport};
+use crate::task::detect::DetectParams;
+use crate::task::{Task, TaskSpec};
+
+/// What `run_model` needs.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    pub backend: BackendSettings,
+    /// The ONNX model (or a zoo name).
+    pub model: PathBuf,
+    /// `NAME=FILE` pairs and bare `.npz` archives (see `data::inputs::gather_inputs`).
+    pub inputs: Vec<String>,
+    pub shapes: Vec<InputShape>,
+    pub seed: u64,
+    /// Steady runs after the first (cold) inference.
+    pub runs: usize,
+    /// Record where each node ran (engine profiling; adds overhead).
+    pub placement: bool,
+}
+
+/// The default number of steady runs.
+pub const DEFAULT_RUNS: usize = 10;
+
+/// Placement with the nodes that fell back to the CPU although an accelerator was asked for.
+pub fn placement_record(p: Placement, spec: &BackendSpec) -> PlacementRecord {
+    let accelerated = match spec.backend.as_str() {
+        "cpu" => false,
+        "ort" => spec.provider.as_deref().is_some_and(|p| p != "cpu"),
+        _ => true,
+    };
+    PlacementRecord {
+        source: p.source.clone(),
+        nodes_by_device: p.by_device(),
+        cpu_fallback: if accelerated {
+            p.nodes
+                .iter()
+                .filter(|n| n.device == "CPU")
+                .map(|n| format!("{} ({})", n.node, n.op_type))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        nodes: p.nodes,
+    }
+}
+
+/// Loads, runs once cold and `runs` times steady; returns the report and the first outputs.
+pub fn run_model(s: &RunSettings) -> anyhow::Result<(RunReport, Vec<HostTensor>)> {
+    let model = crate::zoo::resolve(&s.model)?;
+    let specs = input_specs(&model)?;
+    let (inputs, records) = gather_inputs(&specs, &s.inputs, &s.shapes, s.seed)?;
+    let shapes = inputs
+        .iter()
+        .map(|t| (t.name.clone(), t.data.shape().to_vec()))
+        .collect();
+    let mut session = backend::load(
+        &model,
+        &s.backend.spec,
+        &s.backend.load_options(shapes, s.placement),
+    )?;
+    let t = Instant::now();
+    let outputs = session.run(&inputs)?;
+    session.synchronize()?;
+    let first = t.elapsed();
+    let mut steady = Vec::with_capacity(s.runs);
+    for _ in 0..s.runs {
+        let t = Instant::now();
+        let out = session.run(&inputs)?;
+        session.synchronize()?;
+        steady.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(out);
+    }
+    let placement = if s.placement {
+        Some(placement_record(session.placement()?, &s.backend.spec))
+    } else {
+        None
+    };
+    let report = RunReport {
+        schema: "acceval.run/1".into(),
+        model: model.display().to_string(),
+        session: session.info().clone(),
+        timings: RunTimings {
+            load: session.timings().clone(),
+            first_inference_ms: first.as_secs_f64() * 1e3,
+            steady_ms: Summary::of(&steady),
+        },
+        inputs: records,
+        outputs: outputs.iter().map(describe_output).collect(),
+        output_file: None,
+        placement,
+    };
+    Ok((report, outputs))
+}
+
+/// What `run_task` needs.
+#[derive(Debug, Clone)]
+pub struct TaskSettings {
+    pub backend: BackendSettings,
+    pub model: PathBuf,
+    /// The task of a model outside the zoo.
+    pub task: Option<Task>,
+    /// Image files, or one load-series CSV.
+    pub files: Vec<PathBuf>,
+    /// Whether `files` is a load series (`--series`).
+    pub series: bool,
+    pub top_k: usize,
+    pub detect: DetectParams,
+}
+
+/// Image arguments with folders expanded to their JPEG/PNG files (sorted).
+pub fn image_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for a in args {
+        if a.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(a)
+                .map_err(|e| anyhow::anyhow!("cannot read folder '{}': {e}", a.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                        matches!(e.to_ascii_lowercase().as_str(), "jpg" | "jpeg" | "png")
+                    })
+                })
+                .collect();
+            if v.is_empty() {
+                bail!("folder '{}' holds no .jpg/.jpeg/.png image", a.display());
+            }
+            v.sort();
+            out.extend(v);
+        } else {
+            out.push(a.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// The task and labels of `model`: the zoo's, or `task` for other models.
+fn task_of(model: &Path, task: Option<Task>) -> anyhow::Result<(Task, Vec<String>)> {
+    let stem = model.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let manifest =
+        crate::zoo::Manifest::read(&crate::util::paths::models_dir().join("zoo.toml")).ok();
+    let entry = manifest.as_ref().and_then(|m| m.find(stem)).filter(|e| {
+        std::fs::read(model).is_ok_and(|b| crate::util::fs::sha256_hex(&b) == e.sha256)
+    });
+    match (task, entry) {
+        (Some(t), e) => Ok((t, e.map(|e| e.labels.clone()).unwrap_or_default())),
+        (None, Some(e)) => Ok((e.task, e.labels.clone())),
+        (None, None) => bail!(
+            "'{}' is not a zoo model: pass --task classification|detection|forecasting",
+            model.display()
+        ),
+    }
+}
+
+/// Runs the task pipeline on every file. A file that fails ends the batch: the report
+/// then holds the runs before it (`complete: false`) and the error comes beside it.
+pub fn run_task(s: &TaskSettings) -> anyhow::Result<(TaskReport, Option<anyhow::Error>)> {
+    let model = crate::zoo::resolve(&s.model)?;
+    let specs = input_specs(&model)?;
+    let [input] = specs.as_slice() else {
+        bail!(
+            "task pipelines take models with one input; this one has {}",
+            specs.len()
+        );
+    };
+    let (task, labels) = task_of(&model, s.task)?;
+    match (task, s.series) {
+        (Task::Forecasting, false) => {
+            bail!("a forecasting model takes --series FILE.csv, not --image")
+        }
+        (Task::Classification | Task::Detection, true) => {
+            bail!("a {task:?} model takes --image FILE, not --series")
+        }
+        _ => {}
+    }
+    let shape: Vec<usize> = input
+        .dims
+        .iter()
+        .map(|d| d.known().map(|v| v as usize))
+        .collect::<Option<_>>()
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "input '{}' has dynamic dims; task pipelines need a static input shape",
+                input.name
+            )
+        })?;
+    let spec = TaskSpec {
+        task,
+        input_name: input.name.clone(),
+        input_shape: shape.clone(),
+        labels,
+        top_k: s.top_k,
+        detect: s.detect,
+    };
+    let mut session = backend::load(
+        &model,
+        &s.backend.spec,
+        &s.backend
+            .load_options(vec![(input.name.clone(), shape)], false),
+    )?;
+    let mut runs = Vec::with_capacity(s.files.len());
+    let mut error = None;
+    for f in &s.files {
+        match crate::task::run(session.as_mut(), &spec, f) {
+            Ok(r) => runs.push(r),
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    let report = TaskReport {
+        schema: "acceval.task/1".into(),
+        model: model.display().to_string(),
+        task,
+        session: session.info().clone(),
+        load: session.timings().clone(),
+        complete: error.is_none(),
+        error: error.as_ref().map(|e| format!("{e:#}")),
+        runs,
+    };
+    Ok((report, error))
+}

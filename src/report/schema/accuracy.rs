@@ -1,0 +1,241 @@
+//! Accuracy (§6.2 i, Table 3): a backend's outputs against the FP32 CPU reference — per
+//! output and per input MSE, max abs error, relative L2, cosine, decision agreement — and
+//! the reference's own manifest (`reference_outputs/<model>/manifest.toml`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::session::SessionInfo;
+use super::stats::Summary;
+use super::{Precision, Verdict};
+use crate::standard::Level;
+
+/// The definition printed with every figure.
+pub const DEFINITION: &str = "per output: MSE = Σ(output − reference)² / n over every element of every input (f64 sums); max abs error = max |output − reference|; relative L2 = ‖output − reference‖₂ / ‖reference‖₂; cosine = Σ output·reference / (‖output‖₂‖reference‖₂). The worst output's MSE is graded by Table 3 (C4 < 0.01, C3 < 0.1, C2 < 1, C1 < 10). NaN or Inf in any output fails.";
+
+/// The error of one output tensor.
+#[derive(Debug, Clone, Serialize, PartialEq, Deserialize, JsonSchema)]
+pub struct ErrorMetrics {
+    pub elements: u64,
+    #[serde(deserialize_with = "super::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub mse: f64,
+    #[serde(deserialize_with = "super::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub max_abs_error: f64,
+    #[serde(deserialize_with = "super::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub rel_l2_error: f64,
+    #[serde(deserialize_with = "super::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub cosine: f64,
+    /// NaN / Inf values in the actual output (any of them fails the grading).
+    pub nan_count: u64,
+    pub inf_count: u64,
+    /// Flat (row-major) index of the first NaN / Inf, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_nonfinite: Option<u64>,
+}
+
+/// Agreement over all inputs.
+#[derive(Debug, Clone, Serialize, PartialEq, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Agreement {
+    /// Classification: inputs whose top-1 class equals the reference's.
+    Top1 {
+        inputs: u64,
+        agree: u64,
+    },
+    /// Detection at the given post-processing thresholds.
+    Detection {
+        conf: f32,
+        nms_iou: f64,
+        match_iou: f64,
+        reference_boxes: u64,
+        boxes: u64,
+        matched: u64,
+        same_class: u64,
+    },
+    NotApplicable {
+        reason: String,
+    },
+}
+
+/// A tensor the model takes or gives, as the reference holds it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct IoDecl {
+    pub name: String,
+    pub elem_type: String,
+    pub shape: Vec<usize>,
+}
+
+/// One file of the reference and its hash.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct FileHash {
+    pub file: String,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// One `test_data_set_N`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct SetRecord {
+    pub dir: String,
+    /// Where its inputs come from: `substation-03.jpg`, `load-series.csv rows 0..96`, ...
+    pub source: String,
+    /// SHA-256 of the source file (image, CSV, array) the inputs were made from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_sha256: Option<String>,
+    pub files: Vec<FileHash>,
+}
+
+/// How one output agreed between the two engines, worst over the sets.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct OutputAgreement {
+    pub name: String,
+    #[serde(deserialize_with = "super::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub max_rel_l2_error: f64,
+    #[serde(deserialize_with = "super::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub max_abs_error: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct CrossCheck {
+    /// "agreed", or "not done: <reason>".
+    pub status: String,
+    pub backend: String,
+    pub engine: String,
+    pub tolerance_rel_l2: f64,
+    pub outputs: Vec<OutputAgreement>,
+}
+
+/// `manifest.toml` of a reference.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct RefManifest {
+    pub schema: String,
+    /// The model's name: the zoo name, or the file's stem.
+    pub model: String,
+    pub model_file: String,
+    pub model_sha256: String,
+    pub backend: String,
+    pub engine: String,
+    /// Session options of the reference engine (threads, optimisation level).
+    pub options: std::collections::BTreeMap<String, String>,
+    pub created_utc: String,
+    pub acceval_version: String,
+    /// What the inputs are: an input set, files, or seeded data.
+    pub input_source: String,
+    pub preprocessing: String,
+    pub inputs: Vec<IoDecl>,
+    pub outputs: Vec<IoDecl>,
+    pub cross_check: CrossCheck,
+    pub sets: Vec<SetRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct OutputResult {
+    pub name: String,
+    pub elem_type: String,
+    pub shape: Vec<usize>,
+    #[serde(flatten)]
+    pub metrics: ErrorMetrics,
+    pub level: Option<Level>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct InputOutput {
+    pub name: String,
+    #[serde(flatten)]
+    pub metrics: ErrorMetrics,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct InputResult {
+    /// `test_data_set_N`.
+    pub set: String,
+    /// What the input was made from (image, window of a series, ...).
+    pub source: String,
+    /// The worst output's MSE on this input.
+    #[serde(deserialize_with = "super::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub mse: f64,
+    pub level: Option<Level>,
+    pub outputs: Vec<InputOutput>,
+    pub agreement: Agreement,
+    /// The backend's run on this input (copy in, forward, copy out), ms, warm.
+    pub latency_ms: f64,
+}
+
+/// Where a NaN or Inf was found.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Nonfinite {
+    pub output: String,
+    pub set: String,
+    pub nan_count: u64,
+    pub inf_count: u64,
+    /// Index of the first one, per dimension.
+    pub first_index: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ReferenceInfo {
+    pub dir: String,
+    /// False for a folder of ONNX test data without acceval's manifest (nothing checked).
+    pub manifest: bool,
+    pub model: Option<String>,
+    pub model_sha256: Option<String>,
+    pub engine: Option<String>,
+    pub created_utc: Option<String>,
+    pub cross_check: Option<String>,
+    /// How the model under test relates to the reference's model.
+    pub relation: String,
+}
+
+/// What `acceval accuracy` reports (`--json`, schema `acceval.accuracy/1`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AccuracyReport {
+    pub schema: String,
+    pub model: String,
+    pub model_sha256: String,
+    pub precision: Option<Precision>,
+    pub session: SessionInfo,
+    pub reference: ReferenceInfo,
+    pub definition: String,
+    /// The worst output's MSE (null when an output holds NaN/Inf).
+    #[serde(deserialize_with = "super::nan::f64")]
+    #[schemars(with = "Option<f64>")]
+    pub mse: f64,
+    pub worst_output: String,
+    /// Table 3 level of `mse`; null when even C1 is missed or an output is not finite.
+    pub level: Option<Level>,
+    /// The bound the level was given by, e.g. "MSE < 0.1 (C3)".
+    pub threshold: String,
+    pub required: Option<Level>,
+    /// PASS / FAIL when a level is required, FAIL whenever an output is not finite.
+    pub verdict: Option<Verdict>,
+    pub verdict_reason: Option<String>,
+    pub outputs: Vec<OutputResult>,
+    pub inputs: Vec<InputResult>,
+    pub nonfinite: Vec<Nonfinite>,
+    pub agreement: Agreement,
+    pub agreement_text: String,
+    /// Warm runs of the backend, one per input, ms.
+    pub latency_ms: Option<Summary>,
+    pub inputs_used: usize,
+    pub inputs_available: usize,
+    /// False when a run stopped early; `error` says why.
+    pub complete: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `acceval accuracy --all-precisions`: one report per precision variant.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PrecisionTable {
+    pub schema: String,
+    pub model: String,
+    pub backend: String,
+    pub rows: Vec<AccuracyReport>,
+}

@@ -1,0 +1,200 @@
+//! Scenario profiles (`profiles/*.toml`): what `acceval grade` measures and the thresholds it
+//! judges by, as read from the file and as recorded in the report. Loading and validation
+//! are `grade::profile`'s.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::standard::Level;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub schema: String,
+    pub name: String,
+    pub scenario: String,
+    pub description: String,
+    pub model: ModelSection,
+    pub accuracy: AccuracySection,
+    pub speed: SpeedSection,
+    pub policy: PolicySection,
+    #[serde(default)]
+    pub telemetry: TelemetrySection,
+    /// §7.2.5: when present, `grade` serves the model on loopback and measures its QPS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qps: Option<QpsSection>,
+    /// MindIE Benchmark's client mode against an LLM service (`acceval llm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmSection>,
+    #[serde(default)]
+    pub attestations: Attestations,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// A zoo model (`yolov8n-line`) or an ONNX file (relative to the profile).
+    pub name: String,
+    /// Precisions graded for accuracy: `fp32`, `fp16`, `int8` (zoo variants).
+    pub precisions: Vec<String>,
+    /// The precision whose speed is measured.
+    pub speed_precision: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AccuracySection {
+    /// Table 4: the Table 3 level every graded precision must reach.
+    pub required: Level,
+    /// The FP32 reference folder [default: the zoo model's].
+    pub reference: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpeedLevel {
+    /// The judged percentile of the end-to-end batch-1 latency must be at most this, ms.
+    pub max_latency_ms: f64,
+    /// FPS (N / ΣTi) must be at least this, 1/s.
+    pub min_fps: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpeedSection {
+    /// Table 5: the speed level required (C1 the most demanding).
+    pub required: Level,
+    /// The latency percentile the levels are judged on, e.g. 90 (MLPerf SingleStream).
+    pub percentile: f64,
+    /// `pipeline` (decode, pre-process, forward, post-process) or `model-only`.
+    pub mode: String,
+    /// The profile's thresholds: `C1` .. `C4`.
+    pub levels: BTreeMap<String, SpeedLevel>,
+}
+
+/// §7.2.5: the highest QPS within a latency bound, measured open loop against `acceval
+/// serve` on 127.0.0.1 (the same backend as the speed stage, the speed precision's model).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QpsSection {
+    /// The latency bound(s), as `acceval qps --slo`: `p99<=100ms`.
+    pub slo: String,
+    /// The profile's threshold: the max QPS must be at least this, 1/s.
+    pub min_qps: f64,
+    #[serde(default)]
+    pub error_budget: f64,
+    #[serde(default = "default_qps_step")]
+    pub step_duration_s: f64,
+    #[serde(default = "default_qps_warmup")]
+    pub warmup_s: f64,
+    #[serde(default = "default_qps_max_rate")]
+    pub max_rate: f64,
+    /// Stop bisecting when the bracket is narrower than this share.
+    #[serde(default = "default_qps_precision")]
+    pub precision: f64,
+    /// Binary tensors (Triton's extension) rather than JSON.
+    #[serde(default = "default_true")]
+    pub binary: bool,
+}
+
+/// An LLM serving stage: `acceval llm` against `url` (or `grade --llm-url`), judged on the
+/// profile's thresholds. The draft gives none; every threshold here is the profile's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSection {
+    /// The service, e.g. `http://127.0.0.1:8080` (`grade --llm-url` overrides it).
+    pub url: String,
+    pub model: String,
+    /// openai, openai-chat, tgi, triton or vllm.
+    #[serde(default = "default_llm_api")]
+    pub api: String,
+    /// MindIE's synthetic_config.json, relative to the profile.
+    pub synthetic_config: String,
+    #[serde(default = "default_one")]
+    pub concurrency: usize,
+    #[serde(default = "default_llm_warmup")]
+    pub warmup: usize,
+    /// FirstTokenTime SLO_P90 (MindIE's per-request P90) must be at most this, ms.
+    pub max_first_token_ms: Option<f64>,
+    /// TPOT SLO_P90 must be at most this, ms.
+    pub max_tpot_ms: Option<f64>,
+    /// Throughput must be at least this, req/s.
+    pub min_throughput: Option<f64>,
+    /// GenerateSpeed must be at least this, token/s.
+    pub min_generate_speed: Option<f64>,
+}
+
+fn default_llm_api() -> String {
+    "openai".into()
+}
+fn default_one() -> usize {
+    1
+}
+fn default_llm_warmup() -> usize {
+    10
+}
+
+fn default_qps_step() -> f64 {
+    5.0
+}
+fn default_qps_warmup() -> f64 {
+    1.0
+}
+fn default_qps_max_rate() -> f64 {
+    10000.0
+}
+fn default_qps_precision() -> f64 {
+    0.1
+}
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySection {
+    pub warmup: usize,
+    #[serde(default)]
+    pub warmup_time_s: f64,
+    pub runs: usize,
+    pub duration_s: f64,
+    #[serde(default)]
+    pub interval_ms: f64,
+    #[serde(default = "default_sample_ms")]
+    pub sample_ms: u64,
+    #[serde(default = "default_max_cv")]
+    pub max_cv: f64,
+    #[serde(default = "default_stability")]
+    pub stability: f64,
+}
+
+fn default_sample_ms() -> u64 {
+    1000
+}
+fn default_max_cv() -> f64 {
+    0.25
+}
+fn default_stability() -> f64 {
+    0.10
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySection {
+    /// Sensors that must be available (`cpu`, `process`, `nvml`, `dcmi`, `rapl`, `ipmi`,
+    /// `ptdaemon`); the grade fails when one is not.
+    #[serde(default)]
+    pub require: Vec<String>,
+}
+
+/// §7.2.1: what cannot be measured, attested by the lab (free text: what, version, where).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Attestations {
+    pub installation_package: Option<String>,
+    pub cpp_library: Option<String>,
+    pub container_run_image: Option<String>,
+    pub container_build_image: Option<String>,
+}
