@@ -61,5 +61,6 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Verify { dir } => commands::verify::run(&dir),
         cli::Command::Report { dir, format } => commands::report::run(&dir, &format),
         cli::Command::Profile { command } => commands::profile::run(command),
+        cli::Command::Schemas { write, check } => commands::schemas::run(write, check),
     }
 }

@@ -365,8 +365,9 @@ fn run_reports_nan_outputs() {
         .output("y", F, &[1, 4]);
     let w = write(g, 17);
     let (code, out, e) = acceval(&["run", "--model", w.path.to_str().unwrap(), "--json"]);
-    assert_eq!(code, 0, "{e}");
-    assert!(e.contains("output 'y' has 4 NaN"), "{e}");
+    // Non-finite outputs fail the run (exit 1), after the report is printed.
+    assert_eq!(code, 1, "{e}");
+    assert!(e.contains("'y' (4 NaN, 0 Inf)"), "{e}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["outputs"][0]["nan_count"], 4);
     assert!(v["outputs"][0]["min"].is_null());

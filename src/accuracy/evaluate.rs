@@ -18,7 +18,7 @@ use crate::backend::{self, BackendSettings};
 use crate::data::inputs::{check_input, input_specs};
 use crate::measure::stats::Summary;
 use crate::model::onnx::OnnxFile;
-use crate::model::tensor::TensorData;
+use crate::model::tensor::{HostTensor, TensorData};
 use crate::report::schema::Verdict;
 pub use crate::report::schema::accuracy::{
     AccuracyReport, DEFINITION, InputOutput, InputResult, Nonfinite, OutputResult, PrecisionTable,
@@ -184,6 +184,260 @@ pub struct EvalOptions {
     pub required: Option<Level>,
 }
 
+/// What grading the inputs one by one gathered.
+struct Pass {
+    acc: Vec<Accumulator>,
+    /// Element type and shape of each output.
+    decl: Vec<(String, Vec<usize>)>,
+    inputs: Vec<InputResult>,
+    nonfinite: Vec<Nonfinite>,
+    agreement: Option<Agreement>,
+    times: Vec<f64>,
+    error: Option<String>,
+}
+
+/// How the model and its reference are laid out.
+struct Layout<'a> {
+    specs: &'a [crate::data::inputs::InputSpec],
+    output_names: &'a [String],
+    task: Option<Task>,
+    det: &'a DetectParams,
+    /// The image input's (width, height), for detection boxes.
+    input_hw: (u32, u32),
+}
+
+/// The decision agreement of one input's outputs with the reference's.
+fn agreement_of(l: &Layout, outs: &[HostTensor], refs: &[HostTensor]) -> Agreement {
+    match (
+        l.task,
+        outs.first().map(|o| &o.data),
+        refs.first().map(|o| &o.data),
+    ) {
+        (Some(Task::Classification), Some(TensorData::F32(a)), Some(TensorData::F32(r))) => {
+            agreement::top1(a.as_slice().unwrap_or(&[]), r.as_slice().unwrap_or(&[]))
+        }
+        (Some(Task::Detection), Some(TensorData::F32(a)), Some(TensorData::F32(r)))
+            if a.ndim() == 3 && a.shape()[1] > 4 =>
+        {
+            let classes = a.shape()[1] - 4;
+            let a: Vec<f32> = a.iter().copied().collect();
+            let r: Vec<f32> = r.iter().copied().collect();
+            agreement::detection(&a, &r, classes, l.input_hw, l.det)
+        }
+        (Some(Task::Forecasting), _, _) => Agreement::NotApplicable {
+            reason: "regression output, no decision (see max abs error)".into(),
+        },
+        (None, _, _) => Agreement::NotApplicable {
+            reason: "the task is unknown: pass --task".into(),
+        },
+        _ => Agreement::NotApplicable {
+            reason: "the first output is not an FP32 tensor of the task's layout".into(),
+        },
+    }
+}
+
+/// Runs and grades reference input `k`.
+fn grade_input(
+    session: &mut dyn crate::backend::Session,
+    reference: &Reference,
+    l: &Layout,
+    k: usize,
+    rs: crate::accuracy::reference::RefSet,
+    pass: &mut Pass,
+) -> anyhow::Result<InputResult> {
+    let set = set_name(reference, k);
+    for (s, t) in l.specs.iter().zip(&rs.inputs) {
+        check_input(
+            s,
+            &t.data,
+            &format!("{}/input", reference.sets[k].display()),
+        )?;
+    }
+    let t = Instant::now();
+    let outs = session.run(&rs.inputs)?;
+    session.synchronize()?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    if outs.len() != rs.outputs.len() {
+        bail!(
+            "the model gave {} outputs, the reference {} has {}",
+            outs.len(),
+            reference.sets[k].display(),
+            rs.outputs.len()
+        );
+    }
+    let mut per = Vec::with_capacity(outs.len());
+    for (j, (a, r)) in outs.iter().zip(&rs.outputs).enumerate() {
+        if a.name != r.name {
+            bail!(
+                "output {j} is '{}' in the model but '{}' in {}/output_{j}.pb: the reference is for another model",
+                a.name,
+                r.name,
+                reference.sets[k].display()
+            );
+        }
+        let s = metrics::accumulate(&a.data, &r.data).map_err(|e| {
+            anyhow::anyhow!(
+                "output '{}': {e} ({}/output_{j}.pb); nothing is broadcast or converted",
+                a.name,
+                reference.sets[k].display()
+            )
+        })?;
+        let m = s.finish();
+        if let Some(i) = m.first_nonfinite {
+            pass.nonfinite.push(Nonfinite {
+                output: a.name.clone(),
+                set: set.clone(),
+                nan_count: m.nan_count,
+                inf_count: m.inf_count,
+                first_index: unravel(i as usize, a.data.shape()),
+            });
+        }
+        pass.acc[j].merge(&s);
+        pass.decl[j] = (a.data.dtype().name().to_string(), a.data.shape().to_vec());
+        per.push(InputOutput {
+            name: a.name.clone(),
+            metrics: m,
+        });
+    }
+    let worst = per.iter().map(|o| o.metrics.mse).fold(0.0f64, |a, b| {
+        if b.is_nan() || a.is_nan() {
+            f64::NAN
+        } else {
+            a.max(b)
+        }
+    });
+    Ok(InputResult {
+        source: reference
+            .manifest
+            .as_ref()
+            .and_then(|m| m.sets.get(k))
+            .map(|s| s.source.clone())
+            .unwrap_or_else(|| set.clone()),
+        set,
+        mse: worst,
+        level: standard::accuracy_level(worst),
+        outputs: per,
+        agreement: agreement_of(l, &outs, &rs.outputs),
+        latency_ms: ms,
+    })
+}
+
+/// `test_data_set_N` of input `k`.
+fn set_name(reference: &Reference, k: usize) -> String {
+    reference.sets[k]
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The pooled figures of each output.
+fn outputs_of(names: &[String], pass: &Pass) -> Vec<OutputResult> {
+    names
+        .iter()
+        .zip(&pass.acc)
+        .zip(&pass.decl)
+        .map(|((name, a), (t, s))| {
+            let m = a.finish();
+            OutputResult {
+                name: name.clone(),
+                elem_type: t.clone(),
+                shape: s.clone(),
+                level: standard::accuracy_level(m.mse),
+                metrics: m,
+            }
+        })
+        .collect()
+}
+
+/// PASS/FAIL and why: any NaN/Inf fails, so does an unfinished run; otherwise the
+/// required level decides (no verdict when none is required).
+fn verdict_of(
+    pass: &Pass,
+    required: Option<Level>,
+    level: Option<Level>,
+    mse: f64,
+    worst: &str,
+) -> (Option<Verdict>, Option<String>) {
+    if let Some(n) = pass.nonfinite.first() {
+        return (
+            Some(Verdict::Fail),
+            Some(format!(
+                "output '{}' holds {} NaN and {} infinite values ({} at index {:?}, and {} input(s) in all)",
+                n.output,
+                n.nan_count,
+                n.inf_count,
+                n.set,
+                n.first_index,
+                pass.nonfinite.len()
+            )),
+        );
+    }
+    if pass.error.is_some() {
+        return (Some(Verdict::Fail), Some("the run did not complete".into()));
+    }
+    let Some(req) = required else {
+        return (None, None);
+    };
+    let bound = standard::accuracy_bound(req);
+    if standard::accuracy_meets(level, req) {
+        (
+            Some(Verdict::Pass),
+            Some(format!("MSE {mse:.4e} < {bound} ({req} required)")),
+        )
+    } else {
+        (
+            Some(Verdict::Fail),
+            Some(format!(
+                "MSE {mse:.4e} of output '{worst}' is not below {bound} ({req} required)"
+            )),
+        )
+    }
+}
+
+/// What the report says about the reference.
+fn reference_info(reference: &Reference, relation: String) -> ReferenceInfo {
+    let m = reference.manifest.as_ref();
+    ReferenceInfo {
+        dir: reference.dir.display().to_string(),
+        manifest: m.is_some(),
+        model: m.map(|m| m.model.clone()),
+        model_sha256: m.map(|m| m.model_sha256.clone()),
+        engine: m.map(|m| format!("{} ({})", m.engine, m.backend)),
+        created_utc: m.map(|m| m.created_utc.clone()),
+        cross_check: m.map(|m| {
+            if m.cross_check.outputs.is_empty() {
+                m.cross_check.status.clone()
+            } else {
+                format!(
+                    "{} with {} (max relative L2 {:.2e})",
+                    m.cross_check.status,
+                    m.cross_check.engine,
+                    m.cross_check
+                        .outputs
+                        .iter()
+                        .map(|o| o.max_rel_l2_error)
+                        .fold(0.0, f64::max)
+                )
+            }
+        }),
+        relation,
+    }
+}
+
+/// The (width, height) of a model's NCHW image input, (0, 0) otherwise.
+fn image_size(specs: &[crate::data::inputs::InputSpec]) -> (u32, u32) {
+    specs
+        .first()
+        .and_then(|s| {
+            let d: Vec<Option<i64>> = s.dims.iter().map(|d| d.known()).collect();
+            match d.as_slice() {
+                [_, _, Some(h), Some(w)] => Some((*w as u32, *h as u32)),
+                _ => None,
+            }
+        })
+        .unwrap_or((0, 0))
+}
+
 /// Grades `model` on the backend against `reference`. Errors before the first input are
 /// returned; an error during the inputs is recorded in the report (`complete: false`).
 pub fn evaluate(
@@ -193,12 +447,6 @@ pub fn evaluate(
     relation: String,
     opts: &EvalOptions,
 ) -> anyhow::Result<AccuracyReport> {
-    let EvalOptions {
-        limit,
-        task,
-        ref det,
-        required,
-    } = *opts;
     let specs = input_specs(model)?;
     let output_names: Vec<String> = OnnxFile::open(model)?
         .graph()
@@ -211,24 +459,10 @@ pub fn evaluate(
         check_structure(m, &reference.dir, &input_names, &output_names)?;
     }
     let available = reference.sets.len();
-    let used = limit.unwrap_or(available).min(available);
+    let used = opts.limit.unwrap_or(available).min(available);
     if used == 0 {
         bail!("the reference '{}' holds no input", reference.dir.display());
     }
-    let set_name = |k: usize| {
-        reference.sets[k]
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let source = |k: usize| {
-        reference
-            .manifest
-            .as_ref()
-            .and_then(|m| m.sets.get(k))
-            .map(|s| s.source.clone())
-            .unwrap_or_else(|| set_name(k))
-    };
     let first = reference.load_set(0, specs.len(), output_names.len())?;
     let shapes = first
         .inputs
@@ -236,275 +470,97 @@ pub fn evaluate(
         .map(|t| (t.name.clone(), t.data.shape().to_vec()))
         .collect();
     let mut session = backend::load(model, &b.spec, &b.load_options(shapes, false))?;
-    let zoo_task = crate::zoo::identify(model).map(|(e, _)| e.task);
-    let task = task.or(zoo_task);
-    let input_hw = specs
-        .first()
-        .and_then(|s| {
-            let d: Vec<Option<i64>> = s.dims.iter().map(|d| d.known()).collect();
-            match d.as_slice() {
-                [_, _, Some(h), Some(w)] => Some((*w as u32, *h as u32)),
-                _ => None,
-            }
-        })
-        .unwrap_or((0, 0));
-
-    let mut acc: Vec<Accumulator> = vec![Accumulator::default(); output_names.len()];
-    let mut decl: Vec<(String, Vec<usize>)> = vec![(String::new(), Vec::new()); output_names.len()];
-    let mut inputs = Vec::with_capacity(used);
-    let mut nonfinite = Vec::new();
-    let mut agreement: Option<Agreement> = None;
-    let mut times = Vec::with_capacity(used);
-    let mut error = None;
+    let layout = Layout {
+        specs: &specs,
+        output_names: &output_names,
+        task: opts
+            .task
+            .or(crate::zoo::identify(model).map(|(e, _)| e.task)),
+        det: &opts.det,
+        input_hw: image_size(&specs),
+    };
     // One untimed run first: the cold first inference is not a latency.
-    let warm = session.run(&first.inputs).and_then(|o| {
-        session.synchronize()?;
-        Ok(o)
-    });
-    if let Err(e) = warm {
-        return Err(anyhow::Error::from(e).context(format!(
-            "running {} on {}",
-            model.display(),
-            b.spec
-        )));
-    }
+    session
+        .run(&first.inputs)
+        .and_then(|_| session.synchronize())
+        .map_err(|e| {
+            anyhow::Error::from(e).context(format!("running {} on {}", model.display(), b.spec))
+        })?;
+    let mut pass = Pass {
+        acc: vec![Accumulator::default(); output_names.len()],
+        decl: vec![(String::new(), Vec::new()); output_names.len()],
+        inputs: Vec::with_capacity(used),
+        nonfinite: Vec::new(),
+        agreement: None,
+        times: Vec::with_capacity(used),
+        error: None,
+    };
     let mut next = Some(first);
     for k in 0..used {
-        let step = (|| -> anyhow::Result<InputResult> {
-            let rs = match next.take() {
-                Some(s) => s,
-                None => reference.load_set(k, specs.len(), output_names.len())?,
-            };
-            for (s, t) in specs.iter().zip(&rs.inputs) {
-                check_input(
-                    s,
-                    &t.data,
-                    &format!("{}/input", reference.sets[k].display()),
-                )?;
-            }
-            let t = Instant::now();
-            let outs = session.run(&rs.inputs)?;
-            session.synchronize()?;
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            if outs.len() != rs.outputs.len() {
-                bail!(
-                    "the model gave {} outputs, the reference {} has {}",
-                    outs.len(),
-                    reference.sets[k].display(),
-                    rs.outputs.len()
-                );
-            }
-            let mut per = Vec::with_capacity(outs.len());
-            for (j, (a, r)) in outs.iter().zip(&rs.outputs).enumerate() {
-                if a.name != r.name {
-                    bail!(
-                        "output {j} is '{}' in the model but '{}' in {}/output_{j}.pb: the reference is for another model",
-                        a.name,
-                        r.name,
-                        reference.sets[k].display()
-                    );
-                }
-                let s = metrics::accumulate(&a.data, &r.data).map_err(|e| {
-                    anyhow::anyhow!(
-                        "output '{}': {e} ({}/output_{j}.pb); nothing is broadcast or converted",
-                        a.name,
-                        reference.sets[k].display()
-                    )
-                })?;
-                let m = s.finish();
-                if let Some(i) = m.first_nonfinite {
-                    nonfinite.push(Nonfinite {
-                        output: a.name.clone(),
-                        set: set_name(k),
-                        nan_count: m.nan_count,
-                        inf_count: m.inf_count,
-                        first_index: unravel(i as usize, a.data.shape()),
-                    });
-                }
-                acc[j].merge(&s);
-                decl[j] = (a.data.dtype().name().to_string(), a.data.shape().to_vec());
-                per.push(InputOutput {
-                    name: a.name.clone(),
-                    metrics: m,
-                });
-            }
-            let ag = match (
-                task,
-                outs.first().map(|o| &o.data),
-                rs.outputs.first().map(|o| &o.data),
-            ) {
-                (
-                    Some(Task::Classification),
-                    Some(TensorData::F32(a)),
-                    Some(TensorData::F32(r)),
-                ) => agreement::top1(a.as_slice().unwrap_or(&[]), r.as_slice().unwrap_or(&[])),
-                (Some(Task::Detection), Some(TensorData::F32(a)), Some(TensorData::F32(r)))
-                    if a.ndim() == 3 && a.shape()[1] > 4 =>
-                {
-                    let a: Vec<f32> = a.iter().copied().collect();
-                    let r: Vec<f32> = r.iter().copied().collect();
-                    agreement::detection(&a, &r, outs[0].data.shape()[1] - 4, input_hw, det)
-                }
-                (Some(Task::Forecasting), _, _) => Agreement::NotApplicable {
-                    reason: "regression output, no decision (see max abs error)".into(),
-                },
-                (None, _, _) => Agreement::NotApplicable {
-                    reason: "the task is unknown: pass --task".into(),
-                },
-                _ => Agreement::NotApplicable {
-                    reason: "the first output is not an FP32 tensor of the task's layout".into(),
-                },
-            };
-            let worst = per.iter().map(|o| o.metrics.mse).fold(0.0f64, |a, b| {
-                if b.is_nan() || a.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(b)
-                }
-            });
-            Ok(InputResult {
-                set: set_name(k),
-                source: source(k),
-                mse: worst,
-                level: standard::accuracy_level(worst),
-                outputs: per,
-                agreement: ag,
-                latency_ms: ms,
-            })
-        })();
-        match step {
+        let set = match next.take() {
+            Some(s) => Ok(s),
+            None => reference
+                .load_set(k, specs.len(), output_names.len())
+                .map_err(anyhow::Error::from),
+        };
+        match set.and_then(|rs| grade_input(session.as_mut(), reference, &layout, k, rs, &mut pass))
+        {
             Ok(r) => {
-                times.push(r.latency_ms);
-                match &mut agreement {
+                pass.times.push(r.latency_ms);
+                match &mut pass.agreement {
                     Some(a) => a.merge(&r.agreement),
-                    None => agreement = Some(r.agreement.clone()),
+                    None => pass.agreement = Some(r.agreement.clone()),
                 }
-                inputs.push(r);
+                pass.inputs.push(r);
             }
             Err(e) => {
-                error = Some(format!("{e:#}"));
+                pass.error = Some(format!("{e:#}"));
                 break;
             }
         }
     }
-    let outputs: Vec<OutputResult> = output_names
-        .iter()
-        .zip(&acc)
-        .zip(&decl)
-        .map(|((name, a), (t, s))| {
-            let m = a.finish();
-            OutputResult {
-                name: name.clone(),
-                elem_type: t.clone(),
-                shape: s.clone(),
-                level: standard::accuracy_level(m.mse),
-                metrics: m,
-            }
-        })
-        .collect();
+    let outputs = outputs_of(layout.output_names, &pass);
     let worst = outputs
         .iter()
         .max_by(|a, b| {
             let key = |m: &ErrorMetrics| if m.mse.is_nan() { f64::INFINITY } else { m.mse };
             key(&a.metrics).total_cmp(&key(&b.metrics))
         })
-        .expect("a model has outputs");
+        .ok_or_else(|| anyhow::anyhow!("'{}' declares no output", model.display()))?;
     let mse = worst.metrics.mse;
-    let level = if nonfinite.is_empty() {
+    let level = if pass.nonfinite.is_empty() {
         standard::accuracy_level(mse)
     } else {
         None
     };
-    let (verdict, verdict_reason) = if !nonfinite.is_empty() {
-        let n = &nonfinite[0];
-        (
-            Some(Verdict::Fail),
-            Some(format!(
-                "output '{}' holds {} NaN and {} infinite values ({} at index {:?}, and {} input(s) in all)",
-                n.output,
-                n.nan_count,
-                n.inf_count,
-                n.set,
-                n.first_index,
-                nonfinite.len()
-            )),
-        )
-    } else if error.is_some() {
-        (Some(Verdict::Fail), Some("the run did not complete".into()))
-    } else if let Some(req) = required {
-        if standard::accuracy_meets(level, req) {
-            (
-                Some(Verdict::Pass),
-                Some(format!(
-                    "MSE {mse:.4e} < {} ({req} required)",
-                    standard::accuracy_bound(req)
-                )),
-            )
-        } else {
-            (
-                Some(Verdict::Fail),
-                Some(format!(
-                    "MSE {mse:.4e} of output '{}' is not below {} ({req} required)",
-                    worst.name,
-                    standard::accuracy_bound(req)
-                )),
-            )
-        }
-    } else {
-        (None, None)
-    };
-    let agreement = agreement.unwrap_or(Agreement::NotApplicable {
+    let (verdict, verdict_reason) = verdict_of(&pass, opts.required, level, mse, &worst.name);
+    let agreement = pass.agreement.take().unwrap_or(Agreement::NotApplicable {
         reason: "no input completed".into(),
     });
-    let m = reference.manifest.as_ref();
     Ok(AccuracyReport {
         schema: "acceval.accuracy/1".into(),
         model: model.display().to_string(),
         model_sha256: crate::util::fs::sha256_hex(&std::fs::read(model)?),
         precision: crate::zoo::identify(model).map(|(_, p)| p),
         session: session.info().clone(),
-        reference: ReferenceInfo {
-            dir: reference.dir.display().to_string(),
-            manifest: m.is_some(),
-            model: m.map(|m| m.model.clone()),
-            model_sha256: m.map(|m| m.model_sha256.clone()),
-            engine: m.map(|m| format!("{} ({})", m.engine, m.backend)),
-            created_utc: m.map(|m| m.created_utc.clone()),
-            cross_check: m.map(|m| {
-                if m.cross_check.outputs.is_empty() {
-                    m.cross_check.status.clone()
-                } else {
-                    format!(
-                        "{} with {} (max relative L2 {:.2e})",
-                        m.cross_check.status,
-                        m.cross_check.engine,
-                        m.cross_check
-                            .outputs
-                            .iter()
-                            .map(|o| o.max_rel_l2_error)
-                            .fold(0.0, f64::max)
-                    )
-                }
-            }),
-            relation,
-        },
+        reference: reference_info(reference, relation),
         definition: DEFINITION.into(),
         mse,
         worst_output: worst.name.clone(),
         level,
         threshold: threshold_text(level),
-        required,
+        required: opts.required,
         verdict,
         verdict_reason,
         agreement_text: agreement.text(),
         agreement,
-        latency_ms: Summary::of(&times),
-        inputs_used: inputs.len(),
+        latency_ms: Summary::of(&pass.times),
+        inputs_used: pass.inputs.len(),
         inputs_available: available,
-        complete: error.is_none(),
-        error,
+        complete: pass.error.is_none(),
+        error: pass.error,
         outputs,
-        inputs,
-        nonfinite,
+        inputs: pass.inputs,
+        nonfinite: pass.nonfinite,
     })
 }

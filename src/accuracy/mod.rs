@@ -4,5 +4,6 @@
 pub mod agreement;
 pub mod compare;
 pub mod evaluate;
+pub mod inputs;
 pub mod metrics;
 pub mod reference;

@@ -91,11 +91,8 @@ pub fn other_cpu_engine(spec: &BackendSpec) -> anyhow::Result<BackendSpec> {
     }
 }
 
-/// Computes a reference and writes it to `out` (replacing what was there only once the
-/// whole reference has been computed, cross-checked and written).
-pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
-    let other = other_cpu_engine(&plan.primary)?;
-    let (info, outputs) = run_all(plan, &plan.primary)?;
+/// Every reference output must be finite.
+fn check_finite(plan: &Plan, outputs: &[Vec<HostTensor>]) -> anyhow::Result<()> {
     for (k, outs) in outputs.iter().enumerate() {
         for o in outs {
             let v = o.data.to_f64();
@@ -113,74 +110,69 @@ pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
             }
         }
     }
-    let cross_check = if plan.cross_check {
-        let (other_info, other_outs) = run_all(plan, &other).map_err(|e| {
-            e.context(format!(
-                "cross-checking on {other} (pass --no-cross-check to skip it, which the manifest records)"
-            ))
-        })?;
-        let mut agreement: Vec<OutputAgreement> = outputs[0]
-            .iter()
-            .map(|o| OutputAgreement {
-                name: o.name.clone(),
-                max_rel_l2_error: 0.0,
-                max_abs_error: 0.0,
-            })
-            .collect();
-        for (k, (a, b)) in outputs.iter().zip(&other_outs).enumerate() {
-            for (j, (x, y)) in a.iter().zip(b).enumerate() {
-                let m = metrics::metrics(&y.data, &x.data).map_err(|e| {
-                    anyhow::anyhow!("output '{}': {} gives {e}", x.name, other_info.engine)
-                })?;
-                if m.rel_l2_error.is_nan() || m.rel_l2_error > CROSS_CHECK_REL_L2 {
-                    anyhow::bail!(
-                        "the engines disagree on output '{}' of input {} ({}): relative L2 error {:.3e} between {} and {} exceeds {CROSS_CHECK_REL_L2:e} (max abs error {:.3e}); the reference is not written",
-                        x.name,
-                        k,
-                        plan.inputs[k].source,
-                        m.rel_l2_error,
-                        info.engine,
-                        other_info.engine,
-                        m.max_abs_error
-                    );
-                }
-                let g = &mut agreement[j];
-                g.max_rel_l2_error = g.max_rel_l2_error.max(m.rel_l2_error);
-                g.max_abs_error = g.max_abs_error.max(m.max_abs_error);
-            }
-        }
-        CrossCheck {
-            status: "agreed".into(),
-            backend: other.to_string(),
-            engine: other_info.engine,
-            tolerance_rel_l2: CROSS_CHECK_REL_L2,
-            outputs: agreement,
-        }
-    } else {
-        CrossCheck {
-            status: format!("not done: {}", plan.no_cross_check_reason),
-            backend: other.to_string(),
-            engine: String::new(),
-            tolerance_rel_l2: CROSS_CHECK_REL_L2,
-            outputs: Vec::new(),
-        }
-    };
+    Ok(())
+}
 
-    // Written beside `out`, then swapped in.
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)
-        .map_err(|e| anyhow::anyhow!("cannot create '{}': {e}", parent.display()))?;
-    let leaf = out
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "reference".into());
-    let tmp = parent.join(format!(".{leaf}.tmp.{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
+/// Runs the other CPU engine on the same inputs; an output that differs by more than
+/// [`CROSS_CHECK_REL_L2`] (relative L2) is an error and nothing is written.
+fn cross_check(
+    plan: &Plan,
+    other: &BackendSpec,
+    info: &SessionInfo,
+    outputs: &[Vec<HostTensor>],
+) -> anyhow::Result<CrossCheck> {
+    let (other_info, other_outs) = run_all(plan, other).map_err(|e| {
+        e.context(format!(
+            "cross-checking on {other} (pass --no-cross-check to skip it, which the manifest records)"
+        ))
+    })?;
+    let mut agreement: Vec<OutputAgreement> = outputs[0]
+        .iter()
+        .map(|o| OutputAgreement {
+            name: o.name.clone(),
+            max_rel_l2_error: 0.0,
+            max_abs_error: 0.0,
+        })
+        .collect();
+    for (k, (a, b)) in outputs.iter().zip(&other_outs).enumerate() {
+        for (j, (x, y)) in a.iter().zip(b).enumerate() {
+            let m = metrics::metrics(&y.data, &x.data).map_err(|e| {
+                anyhow::anyhow!("output '{}': {} gives {e}", x.name, other_info.engine)
+            })?;
+            if m.rel_l2_error.is_nan() || m.rel_l2_error > CROSS_CHECK_REL_L2 {
+                anyhow::bail!(
+                    "the engines disagree on output '{}' of input {} ({}): relative L2 error {:.3e} between {} and {} exceeds {CROSS_CHECK_REL_L2:e} (max abs error {:.3e}); the reference is not written",
+                    x.name,
+                    k,
+                    plan.inputs[k].source,
+                    m.rel_l2_error,
+                    info.engine,
+                    other_info.engine,
+                    m.max_abs_error
+                );
+            }
+            let g = &mut agreement[j];
+            g.max_rel_l2_error = g.max_rel_l2_error.max(m.rel_l2_error);
+            g.max_abs_error = g.max_abs_error.max(m.max_abs_error);
+        }
+    }
+    Ok(CrossCheck {
+        status: "agreed".into(),
+        backend: other.to_string(),
+        engine: other_info.engine,
+        tolerance_rel_l2: CROSS_CHECK_REL_L2,
+        outputs: agreement,
+    })
+}
+
+/// Writes the test_data_set_N folders into `tmp`; returns their records.
+fn write_sets(
+    plan: &Plan,
+    outputs: &[Vec<HostTensor>],
+    tmp: &Path,
+) -> anyhow::Result<Vec<SetRecord>> {
     let mut sets = Vec::with_capacity(plan.inputs.len());
-    for (k, (input, outs)) in plan.inputs.iter().zip(&outputs).enumerate() {
+    for (k, (input, outs)) in plan.inputs.iter().zip(outputs).enumerate() {
         let dir = format!("test_data_set_{k}");
         let d = tmp.join(&dir);
         std::fs::create_dir_all(&d)
@@ -204,6 +196,40 @@ pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
             files,
         });
     }
+    Ok(sets)
+}
+
+/// Computes a reference and writes it to `out` (replacing what was there only once the
+/// whole reference has been computed, cross-checked and written).
+pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
+    let other = other_cpu_engine(&plan.primary)?;
+    let (info, outputs) = run_all(plan, &plan.primary)?;
+    check_finite(plan, &outputs)?;
+    let cross_check = if plan.cross_check {
+        cross_check(plan, &other, &info, &outputs)?
+    } else {
+        CrossCheck {
+            status: format!("not done: {}", plan.no_cross_check_reason),
+            backend: other.to_string(),
+            engine: String::new(),
+            tolerance_rel_l2: CROSS_CHECK_REL_L2,
+            outputs: Vec::new(),
+        }
+    };
+    // Written beside `out`, then swapped in.
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .map_err(|e| anyhow::anyhow!("cannot create '{}': {e}", parent.display()))?;
+    let leaf = out
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "reference".into());
+    let tmp = parent.join(format!(".{leaf}.tmp.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let sets = write_sets(plan, &outputs, &tmp)?;
     let model_bytes = std::fs::read(plan.model)
         .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", plan.model.display()))?;
     let manifest = RefManifest {

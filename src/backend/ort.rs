@@ -314,105 +314,19 @@ impl Backend for OrtBackend {
         spec: &BackendSpec,
         opts: &LoadOptions,
     ) -> Result<Box<dyn Session>, BackendError> {
-        let backend = spec.to_string();
         let (lib, env) = environment().map_err(|reason| BackendError::NotAvailable {
-            backend: backend.clone(),
+            backend: spec.to_string(),
             reason,
         })?;
-        let provider = spec.provider.clone().unwrap_or_else(|| "cpu".into());
-        let long = PROVIDERS
-            .iter()
-            .find(|p| p.0 == provider)
-            .map(|p| p.1)
-            .ok_or_else(|| BackendError::NotAvailable {
-                backend: backend.clone(),
-                reason: format!(
-                    "unknown provider '{provider}'; the providers are: {}",
-                    PROVIDERS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
-                ),
-            })?;
-        let compiled = compiled_providers().map_err(|reason| BackendError::NotAvailable {
-            backend: backend.clone(),
-            reason,
-        })?;
-        if !compiled.iter().any(|p| p == long) {
-            let hint = match provider.as_str() {
-                "cuda" | "tensorrt" => {
-                    " For CUDA/TensorRT install onnxruntime-gpu (and the CUDA 13 libraries) and point ORT_DYLIB_PATH at its libonnxruntime.so."
-                }
-                "cann" => " For Ascend install onnxruntime-cann and the CANN toolkit.",
-                "openvino" => " For OpenVINO install onnxruntime-openvino.",
-                _ => "",
-            };
-            return Err(BackendError::NotAvailable {
-                backend,
-                reason: format!(
-                    "provider {long} is not compiled into ONNX Runtime {} at {}; it has: {}.{hint}",
-                    lib.version,
-                    lib.path.display(),
-                    compiled.join(", ")
-                ),
-            });
-        }
+        let (provider, long) = provider_of(spec, lib)?;
         let load_err = |reason: String| BackendError::Load {
             backend: spec.to_string(),
             model: model.display().to_string(),
             reason,
         };
-        let ep = dispatch(&provider, spec.device, &opts.ep_options).map_err(&load_err)?;
         let mut options = BTreeMap::new();
-        options.insert("provider".to_string(), long.to_string());
-        let mut b = OrtSession::builder(env).map_err(|e| load_err(e.to_string()))?;
-        if let Some(t) = opts.threads {
-            b = b
-                .with_intra_threads(t)
-                .map_err(|e| load_err(e.to_string()))?;
-            options.insert("intra_op_threads".into(), t.to_string());
-        } else {
-            options.insert(
-                "intra_op_threads".into(),
-                "ONNX Runtime default (physical cores)".into(),
-            );
-        }
-        let level = opts.graph_opt.unwrap_or(GraphOpt::All);
-        b = b
-            .with_optimization_level(match level {
-                GraphOpt::Disable => GraphOptimizationLevel::Disable,
-                GraphOpt::Basic => GraphOptimizationLevel::Level1,
-                GraphOpt::Extended => GraphOptimizationLevel::Level2,
-                GraphOpt::All => GraphOptimizationLevel::All,
-            })
-            .map_err(|e| load_err(e.to_string()))?;
-        options.insert(
-            "graph_optimization_level".into(),
-            format!("{level:?}").to_lowercase(),
-        );
-        if let Some(d) = spec.device {
-            options.insert("device_id".into(), d.to_string());
-        }
-        for (k, v) in &opts.ep_options {
-            options.insert(format!("ep.{k}"), v.clone());
-        }
-        let profile_dir = if opts.placement {
-            let dir =
-                std::env::temp_dir().join(format!("acceval-ort-profile-{}", std::process::id()));
-            std::fs::create_dir_all(&dir).map_err(|e| load_err(e.to_string()))?;
-            b = b
-                .with_profiling(dir.join("profile"))
-                .map_err(|e| load_err(e.to_string()))?;
-            options.insert(
-                "profiling".into(),
-                "on (for --placement; adds overhead)".into(),
-            );
-            Some(dir)
-        } else {
-            None
-        };
-        if let Some(ep) = ep {
-            b = b
-                .with_execution_providers([ep])
-                .map_err(|e| load_err(e.to_string()))?;
-        }
+        let (mut b, profile_dir) =
+            configure(env, &provider, long, spec, opts, &mut options).map_err(&load_err)?;
         let t0 = Instant::now();
         let session = b
             .commit_from_file(model)
@@ -453,6 +367,114 @@ impl Backend for OrtBackend {
             placement: None,
         }))
     }
+}
+
+/// The provider `spec` names (`cpu` by default) and ONNX Runtime's name for it; an error
+/// when it is unknown or not compiled into the loaded library (never a silent CPU run).
+fn provider_of(
+    spec: &BackendSpec,
+    lib: &OrtLibrary,
+) -> Result<(String, &'static str), BackendError> {
+    let backend = spec.to_string();
+    let provider = spec.provider.clone().unwrap_or_else(|| "cpu".into());
+    let long = PROVIDERS
+        .iter()
+        .find(|p| p.0 == provider)
+        .map(|p| p.1)
+        .ok_or_else(|| BackendError::NotAvailable {
+            backend: backend.clone(),
+            reason: format!(
+                "unknown provider '{provider}'; the providers are: {}",
+                PROVIDERS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+            ),
+        })?;
+    let compiled = compiled_providers().map_err(|reason| BackendError::NotAvailable {
+        backend: backend.clone(),
+        reason,
+    })?;
+    if !compiled.iter().any(|p| p == long) {
+        let hint = match provider.as_str() {
+            "cuda" | "tensorrt" => {
+                " For CUDA/TensorRT install onnxruntime-gpu (and the CUDA 13 libraries) and point ORT_DYLIB_PATH at its libonnxruntime.so."
+            }
+            "cann" => " For Ascend install onnxruntime-cann and the CANN toolkit.",
+            "openvino" => " For OpenVINO install onnxruntime-openvino.",
+            _ => "",
+        };
+        return Err(BackendError::NotAvailable {
+            backend,
+            reason: format!(
+                "provider {long} is not compiled into ONNX Runtime {} at {}; it has: {}.{hint}",
+                lib.version,
+                lib.path.display(),
+                compiled.join(", ")
+            ),
+        });
+    }
+    Ok((provider, long))
+}
+
+/// A session builder with the options and the provider set, recorded in `options`; the
+/// profiling folder when placement is asked for.
+fn configure(
+    env: &'static ort::environment::Environment,
+    provider: &str,
+    long: &str,
+    spec: &BackendSpec,
+    opts: &LoadOptions,
+    options: &mut BTreeMap<String, String>,
+) -> Result<(ort::session::builder::SessionBuilder, Option<PathBuf>), String> {
+    let ep = dispatch(provider, spec.device, &opts.ep_options)?;
+    options.insert("provider".to_string(), long.to_string());
+    let mut b = OrtSession::builder(env).map_err(|e| e.to_string())?;
+    if let Some(t) = opts.threads {
+        b = b.with_intra_threads(t).map_err(|e| e.to_string())?;
+        options.insert("intra_op_threads".into(), t.to_string());
+    } else {
+        options.insert(
+            "intra_op_threads".into(),
+            "ONNX Runtime default (physical cores)".into(),
+        );
+    }
+    let level = opts.graph_opt.unwrap_or(GraphOpt::All);
+    b = b
+        .with_optimization_level(match level {
+            GraphOpt::Disable => GraphOptimizationLevel::Disable,
+            GraphOpt::Basic => GraphOptimizationLevel::Level1,
+            GraphOpt::Extended => GraphOptimizationLevel::Level2,
+            GraphOpt::All => GraphOptimizationLevel::All,
+        })
+        .map_err(|e| e.to_string())?;
+    options.insert(
+        "graph_optimization_level".into(),
+        format!("{level:?}").to_lowercase(),
+    );
+    if let Some(d) = spec.device {
+        options.insert("device_id".into(), d.to_string());
+    }
+    for (k, v) in &opts.ep_options {
+        options.insert(format!("ep.{k}"), v.clone());
+    }
+    let profile_dir = if opts.placement {
+        let dir = std::env::temp_dir().join(format!("acceval-ort-profile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        b = b
+            .with_profiling(dir.join("profile"))
+            .map_err(|e| e.to_string())?;
+        options.insert(
+            "profiling".into(),
+            "on (for --placement; adds overhead)".into(),
+        );
+        Some(dir)
+    } else {
+        None
+    };
+    if let Some(ep) = ep {
+        b = b
+            .with_execution_providers([ep])
+            .map_err(|e| e.to_string())?;
+    }
+    Ok((b, profile_dir))
 }
 
 struct OrtRun {

@@ -74,6 +74,16 @@ pub enum Command {
         #[arg(long, default_value = "md")]
         format: String,
     },
+    /// Write (or check) the JSON Schemas of every result acceval writes (schemas/).
+    #[command(hide = true)]
+    Schemas {
+        /// The folder to write them into.
+        #[arg(long, value_name = "DIR", conflicts_with = "check")]
+        write: Option<PathBuf>,
+        /// Fail when a schema in this folder differs from the types.
+        #[arg(long, value_name = "DIR")]
+        check: Option<PathBuf>,
+    },
     /// Scenario profiles.
     Profile {
         #[command(subcommand)]
@@ -381,9 +391,8 @@ pub struct BackendArgs {
 
 #[derive(Debug, Args)]
 pub struct DevicesArgs {
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]

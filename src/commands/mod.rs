@@ -11,6 +11,7 @@ pub mod profile;
 pub mod reference;
 pub mod report;
 pub mod run;
+pub mod schemas;
 pub mod serve;
 pub mod verify;
 pub mod zoo;

@@ -2,225 +2,17 @@
 //! a manifest, after a cross-check on the second CPU engine.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::bail;
 
 use crate::Outcome;
-use crate::accuracy::reference::{self, Plan, RefInput, RefManifest, zoo_plan};
-use crate::data::io;
+use crate::accuracy::reference::{self, Plan, RefManifest, zoo_plan};
 
 use crate::cli::ReferenceArgs;
-use crate::data::inputs::{InputSpec, check_input, input_specs};
-use crate::model::tensor::{HostTensor, TensorData};
-use crate::zoo::{self, Precision, Task};
+use crate::data::inputs::{check_input, input_specs};
 
-fn static_shape(spec: &InputSpec) -> anyhow::Result<Vec<usize>> {
-    spec.dims
-        .iter()
-        .map(|d| d.known().map(|v| v as usize))
-        .collect::<Option<_>>()
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "input '{}' has dynamic dims: give the inputs as files (--inputs DIR with test_data_set_N, or an .npz)",
-                spec.name
-            )
-        })
-}
-
-/// Inputs of a model that is not in the zoo, from `--inputs` or seeded.
-fn user_inputs(
-    args: &ReferenceArgs,
-    specs: &[InputSpec],
-) -> anyhow::Result<(String, String, Vec<RefInput>)> {
-    let Some(path) = &args.inputs else {
-        let mut sets = Vec::with_capacity(args.count);
-        for k in 0..args.count {
-            let mut tensors = Vec::new();
-            for (j, s) in specs.iter().enumerate() {
-                let seed = args.seed + 1000 * k as u64 + j as u64;
-                let data =
-                    TensorData::seeded(s.dtype, &static_shape(s)?, seed).ok_or_else(|| {
-                        anyhow::anyhow!(
-                            "input '{}' is {}: give it as a file (--inputs)",
-                            s.name,
-                            s.dtype.name()
-                        )
-                    })?;
-                tensors.push(HostTensor {
-                    name: s.name.clone(),
-                    data,
-                });
-            }
-            sets.push(RefInput {
-                source: format!("generated: seeds {}..", args.seed + 1000 * k as u64),
-                source_sha256: None,
-                tensors,
-            });
-        }
-        return Ok((
-            format!(
-                "{} seeded inputs (floats uniform in [0, 1), integers in [0, 10)): not representative data; pass --inputs for real inputs",
-                args.count
-            ),
-            "none (generated at the model's input shape)".into(),
-            sets,
-        ));
-    };
-    let from_files = |files: Vec<(String, Vec<u8>)>, task: Task| -> anyhow::Result<Vec<RefInput>> {
-        let [spec] = specs else {
-            bail!(
-                "images and series feed models with one input; this one has {}",
-                specs.len()
-            );
-        };
-        let shape = static_shape(spec)?;
-        Ok(crate::task::prepare_inputs(task, &shape, &files)?
-            .into_iter()
-            .map(|p| RefInput {
-                source: p.label,
-                source_sha256: Some(p.file_sha256),
-                tensors: vec![HostTensor {
-                    name: spec.name.clone(),
-                    data: TensorData::F32(p.tensor),
-                }],
-            })
-            .collect())
-    };
-    let read = |p: &Path| -> anyhow::Result<(String, Vec<u8>)> {
-        let bytes =
-            std::fs::read(p).map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", p.display()))?;
-        Ok((
-            p.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned(),
-            bytes,
-        ))
-    };
-    let task_of = |need: &str| {
-        args.task.ok_or_else(|| {
-            anyhow::anyhow!("{need}: pass --task classification|detection|forecasting to say how to pre-process them")
-        })
-    };
-    let ext = |p: &Path| {
-        p.extension()
-            .and_then(|e| e.to_str())
-            .map(|e| e.to_ascii_lowercase())
-            .unwrap_or_default()
-    };
-    if path.is_file() {
-        return match ext(path).as_str() {
-            "csv" => Ok((
-                format!("series {}", path.display()),
-                crate::task::preprocessing_text(Task::Forecasting).into(),
-                from_files(vec![read(path)?], Task::Forecasting)?,
-            )),
-            "npz" => {
-                let mut tensors = Vec::new();
-                for s in specs {
-                    tensors.push(HostTensor {
-                        name: s.name.clone(),
-                        data: io::read_npz(path, &s.name)?,
-                    });
-                }
-                Ok((
-                    format!("archive {}", path.display()),
-                    "none (arrays as given)".into(),
-                    vec![RefInput {
-                        source: path.display().to_string(),
-                        source_sha256: Some(crate::util::fs::sha256_hex(&std::fs::read(path)?)),
-                        tensors,
-                    }],
-                ))
-            }
-            _ => bail!(
-                "--inputs '{}': give a folder (images, test_data_set_N), a .csv series or an .npz",
-                path.display()
-            ),
-        };
-    }
-    if !path.is_dir() {
-        bail!("--inputs '{}' does not exist", path.display());
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    let set_dirs: Vec<PathBuf> = if path.join("input_0.pb").is_file() {
-        vec![path.clone()]
-    } else {
-        let mut v: Vec<(usize, PathBuf)> = entries
-            .iter()
-            .filter_map(|p| {
-                let k = p
-                    .file_name()?
-                    .to_str()?
-                    .strip_prefix("test_data_set_")?
-                    .parse()
-                    .ok()?;
-                p.is_dir().then(|| (k, p.clone()))
-            })
-            .collect();
-        v.sort();
-        v.into_iter().map(|(_, p)| p).collect()
-    };
-    if !set_dirs.is_empty() {
-        let mut sets = Vec::new();
-        for d in set_dirs {
-            let mut tensors = Vec::new();
-            for (j, s) in specs.iter().enumerate() {
-                let (_, data) = io::read_pb(&d.join(format!("input_{j}.pb")))?;
-                tensors.push(HostTensor {
-                    name: s.name.clone(),
-                    data,
-                });
-            }
-            sets.push(RefInput {
-                source: d.display().to_string(),
-                source_sha256: None,
-                tensors,
-            });
-        }
-        return Ok((
-            format!("test data {}", path.display()),
-            "none (tensors as given)".into(),
-            sets,
-        ));
-    }
-    let images: Vec<&PathBuf> = entries
-        .iter()
-        .filter(|p| matches!(ext(p).as_str(), "jpg" | "jpeg" | "png"))
-        .collect();
-    let csvs: Vec<&PathBuf> = entries.iter().filter(|p| ext(p) == "csv").collect();
-    if !images.is_empty() {
-        let task = task_of(&format!("'{}' holds images", path.display()))?;
-        let files = images
-            .iter()
-            .map(|p| read(p))
-            .collect::<anyhow::Result<_>>()?;
-        return Ok((
-            format!("images in {}", path.display()),
-            crate::task::preprocessing_text(task).into(),
-            from_files(files, task)?,
-        ));
-    }
-    if !csvs.is_empty() {
-        let files = csvs
-            .iter()
-            .map(|p| read(p))
-            .collect::<anyhow::Result<_>>()?;
-        return Ok((
-            format!("series in {}", path.display()),
-            crate::task::preprocessing_text(Task::Forecasting).into(),
-            from_files(files, Task::Forecasting)?,
-        ));
-    }
-    bail!(
-        "--inputs '{}' holds no images, no .csv series and no test_data_set_N folder",
-        path.display()
-    )
-}
+use crate::zoo::{self, Precision};
 
 pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
     let arg_name = args.model.to_string_lossy().into_owned();
@@ -284,7 +76,11 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
         }
         Some(()) => {
             let specs = input_specs(&model)?;
-            let (input_source, preprocessing, inputs) = user_inputs(&args, &specs)?;
+            let g = match &args.inputs {
+                Some(p) => crate::accuracy::inputs::from_path(&specs, p, args.task)?,
+                None => crate::accuracy::inputs::seeded(&specs, args.count, args.seed)?,
+            };
+            let (input_source, preprocessing, inputs) = (g.source, g.preprocessing, g.inputs);
             for i in &inputs {
                 for (s, t) in specs.iter().zip(&i.tensors) {
                     check_input(s, &t.data, &i.source)?;

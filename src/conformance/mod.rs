@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+
 use std::time::{Duration, Instant};
 
 use crate::accuracy::compare;
@@ -240,13 +240,8 @@ fn run_case(case: &Case, s: &Settings) -> (Status, Option<String>, Option<f64>) 
     (Status::Passed, None, Some(worst))
 }
 
-/// Runs the suite in `dir`, calling `progress(done, total)` after each case.
-pub fn run_suite(
-    dir: &Path,
-    s: &Settings,
-    mut progress: impl FnMut(usize, usize),
-) -> Result<Report, String> {
-    let t0 = Instant::now();
+/// The test-case folders of `dir` (those holding model.onnx) whose name contains `filter`.
+fn case_dirs(dir: &Path, filter: Option<&str>) -> Result<Vec<PathBuf>, String> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| {
             format!(
@@ -257,9 +252,7 @@ pub fn run_suite(
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("model.onnx").is_file())
         .filter(|p| {
-            s.filter.as_ref().is_none_or(|f| {
-                p.file_name().is_some_and(|n| n.to_string_lossy().contains(f.as_str()))
-            })
+            filter.is_none_or(|f| p.file_name().is_some_and(|n| n.to_string_lossy().contains(f)))
         })
         .collect();
     dirs.sort();
@@ -267,12 +260,55 @@ pub fn run_suite(
         return Err(format!(
             "'{}' holds no test case (a folder with model.onnx){}",
             dir.display(),
-            s.filter
-                .as_ref()
+            filter
                 .map(|f| format!(" matching '{f}'"))
                 .unwrap_or_default()
         ));
     }
+    Ok(dirs)
+}
+
+/// One case on its own thread: an engine that panics or hangs fails the case, not the run.
+fn run_isolated(case: Case, s: &Settings) -> CaseResult {
+    let start = Instant::now();
+    let settings = Settings {
+        spec: s.spec.clone(),
+        load: s.load.clone(),
+        rtol: s.rtol,
+        atol: s.atol,
+        types: s.types,
+        filter: None,
+        case_timeout: s.case_timeout,
+    };
+    let (name, op) = (case.name.clone(), case.op.clone());
+    let (status, reason, diff) =
+        match crate::util::isolate::run(&format!("case-{name}"), s.case_timeout, move || {
+            run_case(&case, &settings)
+        }) {
+            Ok(r) => r,
+            Err(e @ crate::util::isolate::Isolated::TimedOut(_)) => {
+                (Status::TimedOut, Some(e.to_string()), None)
+            }
+            Err(e) => (Status::RunFailed, Some(e.to_string()), None),
+        };
+    CaseResult {
+        name,
+        op,
+        status,
+        reason,
+        max_abs_diff: diff,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+/// Runs every case of the suite in `dir`; `progress(done, total)` after each.
+pub fn run_suite(
+    dir: &Path,
+    s: &Settings,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<Report, String> {
+    let t0 = Instant::now();
+    let dirs = case_dirs(dir, s.filter.as_deref())?;
     let found = dirs.len();
     let mut cases = Vec::new();
     let mut results = Vec::new();
@@ -302,67 +338,7 @@ pub fn run_suite(
     std::panic::set_hook(Box::new(|_| {}));
     let total = cases.len();
     for (i, case) in cases.into_iter().enumerate() {
-        let start = Instant::now();
-        let (tx, rx) = mpsc::channel();
-        let settings = Settings {
-            spec: s.spec.clone(),
-            load: s.load.clone(),
-            rtol: s.rtol,
-            atol: s.atol,
-            types: s.types,
-            filter: None,
-            case_timeout: s.case_timeout,
-        };
-        let name = case.name.clone();
-        let op = case.op.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("case-{name}"))
-            .stack_size(64 << 20)
-            .spawn(move || {
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run_case(&case, &settings)
-                }));
-                let _ = tx.send(r);
-            });
-        let (status, reason, diff) = match spawned {
-            Err(e) => (
-                Status::RunFailed,
-                Some(format!("could not start a thread: {e}")),
-                None,
-            ),
-            Ok(handle) => match rx.recv_timeout(s.case_timeout) {
-                Ok(Ok(r)) => {
-                    let _ = handle.join();
-                    r
-                }
-                Ok(Err(panic)) => {
-                    let _ = handle.join();
-                    let msg = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "panic".into());
-                    (
-                        Status::RunFailed,
-                        Some(format!("engine panicked: {msg}")),
-                        None,
-                    )
-                }
-                Err(_) => (
-                    Status::TimedOut,
-                    Some(format!("no result within {} s", s.case_timeout.as_secs())),
-                    None,
-                ),
-            },
-        };
-        results.push(CaseResult {
-            name,
-            op,
-            status,
-            reason,
-            max_abs_diff: diff,
-            seconds: start.elapsed().as_secs_f64(),
-        });
+        results.push(run_isolated(case, s));
         progress(i + 1, total);
     }
     std::panic::set_hook(hook);

@@ -48,6 +48,98 @@ fn line_of(text: &str, table: &str, key: &str) -> Option<usize> {
     None
 }
 
+/// The longest duration a profile may set, s (one week).
+pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+/// The largest count (warm-ups, runs) a profile may set.
+pub const MAX_COUNT: u64 = 1_000_000_000;
+
+/// The key a TOML error is about: the key on the error's line (a type error points at the
+/// value), else the first `name` the message quotes (an unknown field).
+fn error_key(text: &str, line: Option<usize>, msg: &str) -> String {
+    let on_line = line
+        .and_then(|l| text.lines().nth(l.saturating_sub(1)))
+        .and_then(|l| l.split_once('='))
+        .map(|(k, _)| k.trim().to_string())
+        .filter(|k| !k.is_empty() && !k.starts_with('['));
+    let quoted = msg.split('`').nth(1).map(str::to_string);
+    let table = line.and_then(|l| {
+        text.lines()
+            .take(l)
+            .filter_map(|x| x.trim().strip_prefix('[').and_then(|h| h.strip_suffix(']')))
+            .last()
+            .map(|h| h.trim().to_string())
+    });
+    match (msg.starts_with("unknown field"), on_line, quoted, table) {
+        (true, _, Some(q), _) => q,
+        (false, Some(k), _, Some(t)) => format!("{t}.{k}"),
+        (false, Some(k), _, None) => k,
+        (_, _, Some(q), _) => q,
+        _ => "(syntax)".into(),
+    }
+}
+
+/// Whether `path` is a regular file that parses as an ONNX model.
+fn onnx_file(path: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    crate::model::onnx::OnnxFile::open(path)
+        .map(|_| ())
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// Builds the errors of one profile file.
+struct Checker<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+impl Checker<'_> {
+    fn err(&self, table: &str, key: &str, message: String) -> ProfileError {
+        ProfileError {
+            file: self.file.to_string(),
+            key: if table.is_empty() {
+                key.to_string()
+            } else {
+                format!("{table}.{key}")
+            },
+            line: line_of(self.text, table, key),
+            message,
+        }
+    }
+
+    /// `v` must be finite and in (lo, hi] — or [lo, hi] when `lo_ok`.
+    fn range(
+        &self,
+        table: &str,
+        key: &str,
+        v: f64,
+        lo: f64,
+        hi: f64,
+        lo_ok: bool,
+    ) -> Result<(), ProfileError> {
+        let ok = v.is_finite() && v <= hi && (v > lo || (lo_ok && v == lo));
+        if ok {
+            return Ok(());
+        }
+        let open = if lo_ok { '[' } else { '(' };
+        Err(self.err(
+            table,
+            key,
+            format!("{v} must be a finite number in {open}{lo}, {hi}]"),
+        ))
+    }
+
+    /// A count from `min` to [`MAX_COUNT`].
+    fn count(&self, table: &str, key: &str, v: u64, min: u64) -> Result<(), ProfileError> {
+        if (min..=MAX_COUNT).contains(&v) {
+            return Ok(());
+        }
+        Err(self.err(table, key, format!("{v} must lie in [{min}, {MAX_COUNT}]")))
+    }
+}
+
 /// A shipped profile's name, or a file: `line-inspection-realtime` or `my.toml`.
 pub fn locate(arg: &str) -> anyhow::Result<PathBuf> {
     let p = Path::new(arg);
@@ -95,15 +187,9 @@ impl Profile {
                 .span()
                 .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
             let msg = e.message().to_string();
-            // serde names the offending key in the message: "unknown field `x`, expected ...".
-            let key = msg
-                .split('`')
-                .nth(1)
-                .map(str::to_string)
-                .unwrap_or_else(|| "(syntax)".into());
             ProfileError {
                 file: file.to_string(),
-                key,
+                key: error_key(text, line, &msg),
                 line,
                 message: msg,
             }
@@ -112,120 +198,117 @@ impl Profile {
         Ok(p)
     }
 
+    /// Validates every number and resolves every path the profile names (the model, the
+    /// reference folder, the LLM configuration), relative to the profile's folder.
     fn check(&self, text: &str, file: &str) -> Result<(), ProfileError> {
-        let err = |table: &str, key: &str, message: String| ProfileError {
-            file: file.to_string(),
-            key: if table.is_empty() {
-                key.to_string()
-            } else {
-                format!("{table}.{key}")
-            },
-            line: line_of(text, table, key),
-            message,
-        };
+        let c = Checker { text, file };
         if self.schema != SCHEMA {
-            return Err(err(
+            return Err(c.err(
                 "",
                 "schema",
                 format!("'{}', expected '{SCHEMA}'", self.schema),
             ));
         }
+        let dir = Path::new(file).parent().unwrap_or(Path::new("."));
+        self.check_model(&c, dir)?;
+        self.check_speed(&c)?;
+        self.check_policy(&c)?;
+        self.check_qps(&c)?;
+        self.check_llm(&c, dir)?;
+        for s in &self.telemetry.require {
+            if !SENSORS.contains(&s.as_str()) {
+                return Err(c.err(
+                    "telemetry",
+                    "require",
+                    format!("'{s}' is not a sensor; sensors: {}", SENSORS.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_model(&self, c: &Checker, dir: &Path) -> Result<(), ProfileError> {
         if self.model.precisions.is_empty() {
-            return Err(err(
+            return Err(c.err(
                 "model",
                 "precisions",
                 "list at least one of fp32, fp16, int8".into(),
             ));
         }
-        for p in self
+        for (key, p) in self
             .model
             .precisions
             .iter()
-            .chain([&self.model.speed_precision])
+            .map(|p| ("precisions", p))
+            .chain([("speed_precision", &self.model.speed_precision)])
         {
             if !matches!(p.as_str(), "fp32" | "fp16" | "int8") {
-                let key = if p == &self.model.speed_precision {
-                    "speed_precision"
-                } else {
-                    "precisions"
-                };
-                return Err(err(
+                return Err(c.err("model", key, format!("'{p}' is not fp32, fp16 or int8")));
+            }
+        }
+        let zoo = crate::zoo::parse_name(&self.model.name).is_some();
+        if !zoo {
+            let path = dir.join(&self.model.name);
+            if let Err(why) = onnx_file(&path) {
+                return Err(c.err(
                     "model",
-                    key,
-                    format!("'{p}' is not fp32, fp16 or int8"),
+                    "name",
+                    format!(
+                        "'{}' is neither a zoo model ({}) nor an ONNX file: {why}",
+                        self.model.name,
+                        crate::zoo::entries()
+                            .iter()
+                            .map(|e| e.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            if self.model.precisions.iter().any(|p| p != "fp32") {
+                return Err(c.err(
+                    "model",
+                    "precisions",
+                    "a model file (not a zoo model) has one precision: grade it as [\"fp32\"] and give its FP16/INT8 variants their own profiles".into(),
                 ));
             }
         }
-        if !(self.speed.percentile > 0.0 && self.speed.percentile < 100.0) {
-            return Err(err(
-                "speed",
-                "percentile",
-                format!("{} must be in (0, 100)", self.speed.percentile),
+        if let Some(r) = &self.accuracy.reference {
+            let d = dir.join(r);
+            let ok = d.join(crate::accuracy::reference::MANIFEST).is_file()
+                || d.join("test_data_set_0").is_dir();
+            if !ok {
+                return Err(c.err(
+                    "accuracy",
+                    "reference",
+                    format!(
+                        "'{}' holds no reference (no {} and no test_data_set_0): make one with `acceval reference --model FP32_MODEL --out {}`",
+                        d.display(),
+                        crate::accuracy::reference::MANIFEST,
+                        d.display()
+                    ),
+                ));
+            }
+        } else if !zoo {
+            return Err(c.err(
+                "accuracy",
+                "reference",
+                "a model file needs its FP32 reference folder here (`acceval reference --model FILE --out DIR`)".into(),
             ));
         }
-        if let Some(q) = &self.qps {
-            if let Err(e) = crate::load::slo::parse(&q.slo) {
-                return Err(err("qps", "slo", e));
-            }
-            if !(q.min_qps > 0.0 && q.min_qps.is_finite()) {
-                return Err(err(
-                    "qps",
-                    "min_qps",
-                    format!(
-                        "{} must be a positive number of queries per second",
-                        q.min_qps
-                    ),
-                ));
-            }
-            if !(0.0..1.0).contains(&q.error_budget) {
-                return Err(err(
-                    "qps",
-                    "error_budget",
-                    format!("{} must lie in [0, 1)", q.error_budget),
-                ));
-            }
-            if !(q.step_duration_s > 0.0 && q.warmup_s >= 0.0 && q.max_rate > 0.0) {
-                return Err(err(
-                    "qps",
-                    "step_duration_s",
-                    "step_duration_s and max_rate must be positive, warmup_s not negative".into(),
-                ));
-            }
-        }
-        if let Some(l) = &self.llm {
-            use clap::ValueEnum;
-            if crate::protocol::generate::Api::from_str(&l.api, false).is_err() {
-                return Err(err(
-                    "llm",
-                    "api",
-                    format!(
-                        "'{}' is not openai, openai-chat, tgi, triton or vllm",
-                        l.api
-                    ),
-                ));
-            }
-            if !(1..=1000).contains(&l.concurrency) {
-                return Err(err(
-                    "llm",
-                    "concurrency",
-                    format!("{} must lie in [1, 1000]", l.concurrency),
-                ));
-            }
-            for (k, v) in [
-                ("max_first_token_ms", l.max_first_token_ms),
-                ("max_tpot_ms", l.max_tpot_ms),
-                ("min_throughput", l.min_throughput),
-                ("min_generate_speed", l.min_generate_speed),
-            ] {
-                if let Some(v) = v
-                    && !(v > 0.0 && v.is_finite())
-                {
-                    return Err(err("llm", k, format!("{v} must be a positive number")));
-                }
-            }
-        }
+        Ok(())
+    }
+
+    fn check_speed(&self, c: &Checker) -> Result<(), ProfileError> {
+        c.range(
+            "speed",
+            "percentile",
+            self.speed.percentile,
+            0.0,
+            100.0,
+            false,
+        )?;
         if !matches!(self.speed.mode.as_str(), "pipeline" | "model-only") {
-            return Err(err(
+            return Err(c.err(
                 "speed",
                 "mode",
                 format!("'{}' is not pipeline or model-only", self.speed.mode),
@@ -236,26 +319,18 @@ impl Profile {
             let table = format!("speed.levels.{l}");
             let Some(v) = self.speed.levels.get(l) else {
                 return Err(ProfileError {
-                    file: file.to_string(),
+                    file: c.file.to_string(),
                     key: table.clone(),
-                    line: line_of(text, "speed", "").or(line_of(text, "speed", "required")),
+                    line: line_of(c.text, "speed", "").or(line_of(c.text, "speed", "required")),
                     message: "missing: every level C1..C4 needs max_latency_ms and min_fps".into(),
                 });
             };
-            if !(v.max_latency_ms > 0.0 && v.max_latency_ms.is_finite()) {
-                return Err(err(
-                    &table,
-                    "max_latency_ms",
-                    "must be a positive number of ms".into(),
-                ));
-            }
-            if !(v.min_fps >= 0.0 && v.min_fps.is_finite()) {
-                return Err(err(&table, "min_fps", "must be a number >= 0".into()));
-            }
+            c.range(&table, "max_latency_ms", v.max_latency_ms, 0.0, 1e9, false)?;
+            c.range(&table, "min_fps", v.min_fps, 0.0, 1e9, true)?;
             if let Some((pl, pv)) = prev
                 && (v.max_latency_ms < pv.max_latency_ms || v.min_fps > pv.min_fps)
             {
-                return Err(err(
+                return Err(c.err(
                     &table,
                     "max_latency_ms",
                     format!("{l} must be no more demanding than {pl} (C1 is the most demanding)"),
@@ -269,29 +344,112 @@ impl Profile {
             .keys()
             .find(|k| !["C1", "C2", "C3", "C4"].contains(&k.as_str()))
         {
-            return Err(err("speed.levels", k, "levels are C1, C2, C3, C4".into()));
+            return Err(c.err("speed.levels", k, "levels are C1, C2, C3, C4".into()));
         }
-        let pol = &self.policy;
-        if pol.runs == 0
-            || pol.duration_s.is_nan()
-            || pol.duration_s < 0.0
-            || pol.interval_ms.is_nan()
-            || pol.interval_ms < 0.0
-        {
-            return Err(err(
-                "policy",
-                "runs",
-                "runs >= 1, duration_s >= 0, interval_ms >= 0".into(),
+        Ok(())
+    }
+
+    fn check_policy(&self, c: &Checker) -> Result<(), ProfileError> {
+        let p = &self.policy;
+        c.count("policy", "warmup", p.warmup as u64, 0)?;
+        c.count("policy", "runs", p.runs as u64, 1)?;
+        c.range(
+            "policy",
+            "warmup_time_s",
+            p.warmup_time_s,
+            0.0,
+            MAX_SECONDS,
+            true,
+        )?;
+        c.range("policy", "duration_s", p.duration_s, 0.0, MAX_SECONDS, true)?;
+        c.range(
+            "policy",
+            "interval_ms",
+            p.interval_ms,
+            0.0,
+            MAX_SECONDS * 1e3,
+            true,
+        )?;
+        c.count("policy", "sample_ms", p.sample_ms, 0)?;
+        c.range("policy", "max_cv", p.max_cv, 0.0, 100.0, true)?;
+        c.range("policy", "stability", p.stability, 0.0, 100.0, true)
+    }
+
+    fn check_qps(&self, c: &Checker) -> Result<(), ProfileError> {
+        let Some(q) = &self.qps else { return Ok(()) };
+        if let Err(e) = crate::load::slo::parse(&q.slo) {
+            return Err(c.err("qps", "slo", e));
+        }
+        c.range("qps", "min_qps", q.min_qps, 0.0, 1e9, false)?;
+        if !(0.0..1.0).contains(&q.error_budget) {
+            return Err(c.err(
+                "qps",
+                "error_budget",
+                format!("{} must lie in [0, 1)", q.error_budget),
             ));
         }
-        for s in &self.telemetry.require {
-            if !SENSORS.contains(&s.as_str()) {
-                return Err(err(
-                    "telemetry",
-                    "require",
-                    format!("'{s}' is not a sensor; sensors: {}", SENSORS.join(", ")),
-                ));
+        c.range(
+            "qps",
+            "step_duration_s",
+            q.step_duration_s,
+            0.0,
+            MAX_SECONDS,
+            false,
+        )?;
+        c.range("qps", "warmup_s", q.warmup_s, 0.0, MAX_SECONDS, true)?;
+        c.range("qps", "max_rate", q.max_rate, 0.0, 1e9, false)?;
+        c.range("qps", "precision", q.precision, 0.0, 1.0, false)
+    }
+
+    fn check_llm(&self, c: &Checker, dir: &Path) -> Result<(), ProfileError> {
+        let Some(l) = &self.llm else { return Ok(()) };
+        use clap::ValueEnum;
+        if crate::protocol::generate::Api::from_str(&l.api, false).is_err() {
+            return Err(c.err(
+                "llm",
+                "api",
+                format!(
+                    "'{}' is not openai, openai-chat, tgi, triton or vllm",
+                    l.api
+                ),
+            ));
+        }
+        if !(1..=1000).contains(&l.concurrency) {
+            return Err(c.err(
+                "llm",
+                "concurrency",
+                format!("{} must lie in [1, 1000]", l.concurrency),
+            ));
+        }
+        if l.warmup > 1000 {
+            return Err(c.err(
+                "llm",
+                "warmup",
+                format!("{} must lie in [0, 1000]", l.warmup),
+            ));
+        }
+        for (k, v) in [
+            ("max_first_token_ms", l.max_first_token_ms),
+            ("max_tpot_ms", l.max_tpot_ms),
+            ("min_throughput", l.min_throughput),
+            ("min_generate_speed", l.min_generate_speed),
+        ] {
+            if let Some(v) = v {
+                c.range("llm", k, v, 0.0, 1e9, false)?;
             }
+        }
+        let cfg = dir.join(&l.synthetic_config);
+        let parsed = std::fs::read(&cfg)
+            .map_err(|e| e.to_string())
+            .and_then(|b| {
+                serde_json::from_slice::<serde_json::Value>(&b).map_err(|e| e.to_string())
+            });
+        if let Err(why) = parsed {
+            return Err(c.err(
+                "llm",
+                "synthetic_config",
+                format!("'{}' is not a readable JSON file: {why}", cfg.display()),
+            ));
         }
         Ok(())
     }

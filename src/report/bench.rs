@@ -35,7 +35,8 @@ fn opt(v: Option<f64>, unit: &str) -> String {
     }
 }
 
-pub fn write_text(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
+/// Model, backend, inputs, policy, cold start.
+fn header(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     let s = &r.session;
     writeln!(o, "Model:    {} ({})", r.model, r.mode)?;
     writeln!(o, "Backend:  {} — {} on {}", s.backend, s.engine, s.device)?;
@@ -70,6 +71,11 @@ pub fn write_text(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
         "Warm-up:  {} samples in {:.1} ms; harness overhead {:.3} µs per sample",
         r.warmup_samples, r.warmup_ms, r.harness_overhead_us
     )?;
+    Ok(())
+}
+
+/// The latency table, FPS and throughput.
+fn latency(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     writeln!(o)?;
     writeln!(
         o,
@@ -115,6 +121,11 @@ pub fn write_text(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
         opt(r.throughput.value, "1/s"),
         r.throughput.definition
     )?;
+    Ok(())
+}
+
+/// The offline batch sweep, when one ran.
+fn batch_sweep(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     if !r.batch_sweep.is_empty() {
         writeln!(o)?;
         writeln!(o, "Batch sweep (model only):")?;
@@ -139,6 +150,11 @@ pub fn write_text(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
         super::right(&mut t, &[0, 1, 2, 3, 4]);
         writeln!(o, "{t}")?;
     }
+    Ok(())
+}
+
+/// The peak-power sweep, when one ran.
+fn peak(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     if let Some(pp) = &r.peak_power {
         writeln!(o)?;
         writeln!(o, "Peak power — {}:", pp.definition)?;
@@ -166,6 +182,11 @@ pub fn write_text(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
             writeln!(o, "  peak power: {}", u.split(" (").next().unwrap_or(u))?;
         }
     }
+    Ok(())
+}
+
+/// Sensors, channels and energy.
+fn telemetry(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     if let Some(tm) = &r.telemetry {
         writeln!(o)?;
         writeln!(
@@ -218,6 +239,11 @@ pub fn write_text(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
             )?;
         }
     }
+    Ok(())
+}
+
+/// The validity rules and whether the run completed.
+fn validity(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     writeln!(o)?;
     writeln!(o, "Validity: {}", r.validity.result)?;
     for rule in &r.validity.rules {
@@ -237,6 +263,16 @@ pub fn write_text(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// The terminal view: one section after another.
+pub fn write_text(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
+    header(o, r)?;
+    latency(o, r)?;
+    batch_sweep(o, r)?;
+    peak(o, r)?;
+    telemetry(o, r)?;
+    validity(o, r)
 }
 
 /// The summary, one row per metric with MindIE's columns (`metrics.csv`).

@@ -2,9 +2,11 @@
 
 use std::io::Write;
 
-use crate::device::Devices;
+use crate::report::export::{Document, Table};
+use crate::report::schema::devices::Devices;
 
-pub fn write_text(out: &mut impl Write, d: &Devices) -> std::io::Result<()> {
+/// The host: processor, cores, memory, OS, container.
+fn host(out: &mut dyn Write, d: &Devices) -> std::io::Result<()> {
     let h = &d.host;
     writeln!(out, "Host")?;
     writeln!(
@@ -52,7 +54,11 @@ pub fn write_text(out: &mut impl Write, d: &Devices) -> std::io::Result<()> {
         )?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// NVIDIA GPUs.
+fn nvidia(out: &mut dyn Write, d: &Devices) -> std::io::Result<()> {
     writeln!(out, "NVIDIA GPUs (NVML)")?;
     match &d.nvidia.not_available {
         Some(why) => writeln!(out, "  not available: {why}")?,
@@ -81,7 +87,11 @@ pub fn write_text(out: &mut impl Write, d: &Devices) -> std::io::Result<()> {
         }
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// Ascend NPUs.
+fn ascend(out: &mut dyn Write, d: &Devices) -> std::io::Result<()> {
     writeln!(out, "Ascend NPUs (DCMI / npu-smi)")?;
     let a = &d.ascend;
     if let Some(why) = &a.not_available {
@@ -107,7 +117,11 @@ pub fn write_text(out: &mut impl Write, d: &Devices) -> std::io::Result<()> {
         }
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// The ONNX Runtime library.
+fn onnxruntime(out: &mut dyn Write, d: &Devices) -> std::io::Result<()> {
     writeln!(out, "ONNX Runtime")?;
     match (&d.onnxruntime.library, &d.onnxruntime.not_found) {
         (Some(l), _) => {
@@ -128,7 +142,11 @@ pub fn write_text(out: &mut impl Write, d: &Devices) -> std::io::Result<()> {
         (None, None) => writeln!(out, "  not available")?,
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// Every backend and its providers.
+fn backends(out: &mut dyn Write, d: &Devices) -> std::io::Result<()> {
     writeln!(out, "Backends (--backend)")?;
     for b in &d.backends {
         writeln!(out, "  {:<6} {} — {}", b.name, b.availability, b.summary)?;
@@ -137,4 +155,40 @@ pub fn write_text(out: &mut impl Write, d: &Devices) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The terminal view of `acceval devices`.
+pub fn write_text(out: &mut dyn Write, d: &Devices) -> std::io::Result<()> {
+    host(out, d)?;
+    nvidia(out, d)?;
+    ascend(out, d)?;
+    onnxruntime(out, d)?;
+    backends(out, d)
+}
+
+impl Document for Devices {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        write_text(o, self)
+    }
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new("backends.csv", &["backend", "provider", "availability"]);
+        for b in &self.backends {
+            t.push(vec![
+                b.name.clone(),
+                String::new(),
+                b.availability.to_string(),
+            ]);
+            for p in &b.providers {
+                t.push(vec![
+                    b.name.clone(),
+                    p.name.clone(),
+                    p.availability.to_string(),
+                ]);
+            }
+        }
+        vec![t]
+    }
+    fn json_name(&self) -> &'static str {
+        "devices.json"
+    }
 }

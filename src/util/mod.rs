@@ -4,6 +4,7 @@
 
 pub mod fmt;
 pub mod fs;
+pub mod isolate;
 pub mod paths;
 pub mod progress;
 pub mod rng;

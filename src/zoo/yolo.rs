@@ -95,28 +95,11 @@ impl Yolo {
     }
 }
 
-/// YOLOv8 at `scale` with `classes` classes for a square `size` input.
-pub fn yolov8(
-    name: &str,
-    dt: DataType,
-    quant: Option<super::Calibration>,
-    scale: Scale,
-    classes: i64,
-    size: i64,
-) -> ModelProto {
-    let (depth, width, max_ch) = scale.multiples();
-    let mut net = Net::new(name, dt);
-    net.quant = quant;
-    let mut y = Yolo {
-        n: net,
-        depth,
-        width,
-        max_ch,
-    };
-    let x = y.n.input("images", &[1, 3, size, size]);
+/// The backbone and the PAN neck: the three feature levels (P3, P4, P5) and their widths.
+fn backbone_neck(y: &mut Yolo, x: &str) -> [(String, i64, i64); 3] {
     let (c64, c128, c256, c512, c1024) = (y.ch(64), y.ch(128), y.ch(256), y.ch(512), y.ch(1024));
     // Backbone.
-    let x0 = y.conv(&x, 3, c64, 3, 2);
+    let x0 = y.conv(x, 3, c64, 3, 2);
     let x1 = y.conv(&x0, c64, c128, 3, 2);
     let r3 = y.reps(3);
     let r6 = y.reps(6);
@@ -142,8 +125,21 @@ pub fn yolov8(
     let x20 = y.n.concat(&[&x19, &x9], 1);
     let p5 = y.c2f(&x20, c512 + c1024, c1024, r3, false);
 
-    // Detect head: per level a box branch (4·reg_max DFL logits) and a class branch.
-    let levels = [(p3, c256, 8i64), (p4, c512, 16), (p5, c1024, 32)];
+    [(p3, c256, 8), (p4, c512, 16), (p5, c1024, 32)]
+}
+
+/// The detection head's flattened outputs (box DFL logits and class logits per anchor)
+/// with each anchor's centre and stride.
+struct Head {
+    flat: Vec<String>,
+    anchors_x: Vec<f32>,
+    anchors_y: Vec<f32>,
+    strides: Vec<f32>,
+}
+
+/// Detect head: per level a box branch (4·reg_max DFL logits) and a class branch.
+fn head(y: &mut Yolo, levels: [(String, i64, i64); 3], classes: i64, size: i64) -> Head {
+    let c256 = levels[0].1;
     let c2 = 16i64.max(c256 / 4).max(REG_MAX * 4);
     let c3 = c256.max(classes.min(100));
     let no = 4 * REG_MAX + classes;
@@ -193,6 +189,23 @@ pub fn yolov8(
             }
         }
     }
+    Head {
+        flat,
+        anchors_x,
+        anchors_y,
+        strides,
+    }
+}
+
+/// Splits box and class logits, decodes the boxes (DFL expectation, dist2bbox × stride) and
+/// applies the sigmoid to the classes: `[1, 4 + classes, anchors]`.
+fn decode(y: &mut Yolo, h: Head, classes: i64) -> (String, i64) {
+    let Head {
+        flat,
+        anchors_x,
+        anchors_y,
+        strides,
+    } = h;
     let a = anchors_x.len() as i64;
     let refs: Vec<&str> = flat.iter().map(|s| s.as_str()).collect();
     let all = y.n.concat(&refs, 2);
@@ -243,6 +256,31 @@ pub fn yolov8(
     let dbox = y.n.op("Mul", &[&xywh, &st], vec![]);
     let cls = y.n.op("Sigmoid", &[&parts[1]], vec![]);
     let out = y.n.concat(&[&dbox, &cls], 1);
+    (out, a)
+}
+
+/// YOLOv8 at `scale` with `classes` classes for a square `size` input.
+pub fn yolov8(
+    name: &str,
+    dt: DataType,
+    quant: Option<super::Calibration>,
+    scale: Scale,
+    classes: i64,
+    size: i64,
+) -> ModelProto {
+    let (depth, width, max_ch) = scale.multiples();
+    let mut net = Net::new(name, dt);
+    net.quant = quant;
+    let mut y = Yolo {
+        n: net,
+        depth,
+        width,
+        max_ch,
+    };
+    let x = y.n.input("images", &[1, 3, size, size]);
+    let levels = backbone_neck(&mut y, &x);
+    let h = head(&mut y, levels, classes, size);
+    let (out, a) = decode(&mut y, h, classes);
     y.n.output(&out, "output0", &[1, 4 + classes, a]);
     y.n.finish(17)
 }

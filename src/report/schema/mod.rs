@@ -21,3 +21,40 @@ pub mod telemetry;
 mod vocab;
 
 pub use vocab::*;
+
+/// Every JSON document acceval writes, with the file its JSON Schema is committed as under
+/// `schemas/` (`acceval schemas --write schemas` regenerates them; a test checks they are
+/// current and that every command's JSON validates against its schema).
+pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
+    use schemars::schema_for;
+    vec![
+        ("report.schema.json", schema_for!(grade::GradeReport)),
+        ("manifest.schema.json", schema_for!(grade::Manifest)),
+        ("bench.schema.json", schema_for!(bench::BenchReport)),
+        (
+            "accuracy.schema.json",
+            schema_for!(accuracy::AccuracyReport),
+        ),
+        (
+            "accuracy-precisions.schema.json",
+            schema_for!(accuracy::PrecisionTable),
+        ),
+        ("reference.schema.json", schema_for!(accuracy::RefManifest)),
+        ("run.schema.json", schema_for!(run::RunReport)),
+        ("task.schema.json", schema_for!(run::TaskReport)),
+        ("devices.schema.json", schema_for!(devices::Devices)),
+        (
+            "conformance.schema.json",
+            schema_for!(conformance::ConformanceReport),
+        ),
+        ("profile.schema.json", schema_for!(profile::Profile)),
+    ]
+}
+
+/// The schema of `file` (e.g. `bench.schema.json`) as JSON.
+pub fn schema_json(file: &str) -> Option<serde_json::Value> {
+    catalogue()
+        .into_iter()
+        .find(|(f, _)| *f == file)
+        .and_then(|(_, s)| serde_json::to_value(s).ok())
+}
