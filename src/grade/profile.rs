@@ -299,14 +299,10 @@ impl Profile {
     }
 
     fn check_speed(&self, c: &Checker) -> Result<(), ProfileError> {
-        c.range(
-            "speed",
-            "percentile",
-            self.speed.percentile,
-            0.0,
-            100.0,
-            false,
-        )?;
+        let q = self.speed.percentile;
+        if !(q > 0.0 && q < 100.0) {
+            return Err(c.err("speed", "percentile", format!("{q} must be in (0, 100)")));
+        }
         if !matches!(self.speed.mode.as_str(), "pipeline" | "model-only") {
             return Err(c.err(
                 "speed",
@@ -541,5 +537,70 @@ mod tests {
         assert!(speed_meets(Some(Level::C1), Level::C2));
         assert!(!speed_meets(Some(Level::C3), Level::C2));
         assert!(!speed_meets(None, Level::C4));
+    }
+
+    /// Bad profiles from the hostile-input campaign: each is an error naming its key.
+    #[test]
+    fn hostile_profiles_are_errors_naming_the_key() {
+        let (f, t) = shipped()
+            .into_iter()
+            .find(|(f, _)| f.ends_with("bigdata-forecast.toml"))
+            .unwrap();
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "name = \"lstm-load-forecast\"",
+                "name = \"/etc/passwd\"",
+                "model.name",
+            ),
+            (
+                "name = \"lstm-load-forecast\"",
+                "name = \"missing.onnx\"",
+                "model.name",
+            ),
+            ("duration_s = 10.0", "duration_s = inf", "policy.duration_s"),
+            ("duration_s = 10.0", "duration_s = nan", "policy.duration_s"),
+            (
+                "duration_s = 10.0",
+                "duration_s = -1.0",
+                "policy.duration_s",
+            ),
+            ("runs = 100", "runs = 1000000000000000000", "policy.runs"),
+            (
+                "warmup = 10",
+                "warmup = 1000000000000000000",
+                "policy.warmup",
+            ),
+            (
+                "sample_ms = 1000",
+                "sample_ms = 1000\nmax_cv = nan",
+                "policy.max_cv",
+            ),
+            (
+                "sample_ms = 1000",
+                "sample_ms = 1000\nmax_cv = -1.0",
+                "policy.max_cv",
+            ),
+            (
+                "sample_ms = 1000",
+                "sample_ms = 1000\nstability = -1.0",
+                "policy.stability",
+            ),
+            ("precision = 0.1", "precision = 0.0", "qps.precision"),
+            ("precision = 0.1", "precision = -0.5", "qps.precision"),
+            (
+                "step_duration_s = 2.0",
+                "step_duration_s = inf",
+                "qps.step_duration_s",
+            ),
+            ("warmup_s = 0.5", "warmup_s = nan", "qps.warmup_s"),
+            ("runs = 100", "runs = true", "policy.runs"),
+        ];
+        for (from, to, key) in cases {
+            assert!(t.contains(from), "{from}");
+            let bad = t.replacen(from, to, 1);
+            let e = Profile::parse(&bad, &f).expect_err(to);
+            assert_eq!(&e.key, key, "{to}: {e}");
+            assert!(e.line.is_some(), "{to}: {e}");
+        }
     }
 }
