@@ -21,8 +21,8 @@ use crate::model::onnx::OnnxFile;
 use crate::model::tensor::{HostTensor, TensorData};
 use crate::report::schema::Verdict;
 pub use crate::report::schema::accuracy::{
-    AccuracyReport, DEFINITION, InputOutput, InputResult, Nonfinite, OutputResult, PrecisionTable,
-    ReferenceInfo,
+    AccuracyReport, DEFINITION, Independence, InputOutput, InputResult, Nonfinite, OutputResult,
+    PrecisionTable, ReferenceInfo,
 };
 use crate::standard::{self, Level};
 use crate::task::detect::DetectParams;
@@ -194,6 +194,8 @@ struct Pass {
     agreement: Option<Agreement>,
     times: Vec<f64>,
     error: Option<String>,
+    /// The reference outputs of every graded input, for the null baselines.
+    refs: Vec<Vec<TensorData>>,
 }
 
 /// How the model and its reference are laid out.
@@ -224,9 +226,11 @@ fn agreement_of(l: &Layout, outs: &[HostTensor], refs: &[HostTensor]) -> Agreeme
             let r: Vec<f32> = r.iter().copied().collect();
             agreement::detection(&a, &r, classes, l.input_hw, l.det)
         }
-        (Some(Task::Forecasting), _, _) => Agreement::NotApplicable {
-            reason: "regression output, no decision (see max abs error)".into(),
-        },
+        (Some(Task::Forecasting), Some(TensorData::F32(a)), Some(TensorData::F32(r))) => {
+            let a: Vec<f32> = a.iter().copied().collect();
+            let r: Vec<f32> = r.iter().copied().collect();
+            agreement::forecast(&a, &r)
+        }
         (None, _, _) => Agreement::NotApplicable {
             reason: "the task is unknown: pass --task".into(),
         },
@@ -306,6 +310,8 @@ fn grade_input(
             a.max(b)
         }
     });
+    pass.refs
+        .push(rs.outputs.iter().map(|o| o.data.clone()).collect());
     Ok(InputResult {
         source: reference
             .manifest
@@ -494,6 +500,7 @@ pub fn evaluate(
         agreement: None,
         times: Vec::with_capacity(used),
         error: None,
+        refs: Vec::with_capacity(used),
     };
     let mut next = Some(first);
     for k in 0..used {
@@ -533,7 +540,15 @@ pub fn evaluate(
     } else {
         None
     };
-    let (verdict, verdict_reason) = verdict_of(&pass, opts.required, level, mse, &worst.name);
+    let (mut verdict, mut verdict_reason) =
+        verdict_of(&pass, opts.required, level, mse, &worst.name);
+    let discrimination =
+        crate::accuracy::nulls::discrimination(layout.output_names, &pass.refs, opts.required);
+    if verdict == Some(Verdict::Pass) && discrimination.discriminating == Some(false) {
+        verdict = Some(Verdict::Invalid);
+        verdict_reason = discrimination.reason.clone();
+    }
+    let independence = independence_of(reference, &session.info().engine);
     let agreement = pass.agreement.take().unwrap_or(Agreement::NotApplicable {
         reason: "no input completed".into(),
     });
@@ -562,5 +577,42 @@ pub fn evaluate(
         outputs,
         inputs: pass.inputs,
         nonfinite: pass.nonfinite,
+        discrimination,
+        independence,
     })
+}
+
+/// Whether the reference comes from another engine than `engine` (the one under test), or
+/// was cross-checked against one: otherwise a fault of the engine would be in both.
+pub fn independence_of(reference: &Reference, engine: &str) -> Independence {
+    let Some(m) = &reference.manifest else {
+        return Independence {
+            independent: false,
+            reason: "unknown: the reference folder has no acceval manifest, so nothing says which engine computed it".into(),
+        };
+    };
+    let agreed = m.cross_check.status == "agreed";
+    match (m.engine == engine, agreed) {
+        (false, _) => Independence {
+            independent: true,
+            reason: format!(
+                "computed on {}, not on {engine} (the engine under test)",
+                m.engine
+            ),
+        },
+        (true, true) => Independence {
+            independent: true,
+            reason: format!(
+                "computed on {engine}, the engine under test, and cross-checked against {}",
+                m.cross_check.engine
+            ),
+        },
+        (true, false) => Independence {
+            independent: false,
+            reason: format!(
+                "the reference was computed on {engine}, the engine under test, and not cross-checked ({}): a fault of this engine would be in both; install onnxruntime and recompute it (`acceval reference --model {}`)",
+                m.cross_check.status, m.model
+            ),
+        },
+    }
 }

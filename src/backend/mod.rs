@@ -8,6 +8,7 @@
 //! and operator placement records (§6.2 f). Leaves measurement policy to `measure`.
 
 pub mod acl;
+pub mod class;
 pub mod mock;
 pub mod ort;
 

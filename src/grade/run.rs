@@ -383,6 +383,11 @@ fn stage_speed(c: &Ctx, e: &mut Evidence) {
         );
         Ok((bench::measure(&b, &Progress::hidden(), c.stop)?, model))
     });
+    if let Ok((_, model)) = &res {
+        c.progress
+            .set_message(format!("operator placement on {} (§6.2 f)", c.backend()));
+        e.placement = crate::measure::placement::probe(model, &c.s.backend, &[]).ok();
+    }
     match res {
         Ok((s, m)) => {
             let status = if s.complete {
@@ -550,7 +555,7 @@ fn speed_result(p: &Profile, e: &Evidence) -> Option<SpeedResult> {
 /// The whole report from what was measured.
 fn report(c: &Ctx, e: &Evidence) -> anyhow::Result<GradeReport> {
     let backend = c.backend();
-    let j = clauses::judge(&c.p, &backend, e);
+    let j = clauses::judge(&c.p, &c.s.backend, e);
     Ok(GradeReport {
         schema: SCHEMA.into(),
         tool: tool(),
@@ -571,6 +576,7 @@ fn report(c: &Ctx, e: &Evidence) -> anyhow::Result<GradeReport> {
         accuracy: e.accuracy.clone(),
         accuracy_errors: e.accuracy_errors.clone(),
         speed: speed_result(&c.p, e),
+        placement: e.placement.clone(),
         qps: e.qps.as_ref().map(serde_json::to_value).transpose()?,
         llm: e.llm.as_ref().map(serde_json::to_value).transpose()?,
         decisions: decisions(&c.p),

@@ -116,6 +116,17 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
     )?;
     writeln!(o, "Level:          {} — {}", level(r.level), r.threshold)?;
     writeln!(o, "Decision:       {}", r.agreement_text)?;
+    nulls(o, r)?;
+    writeln!(
+        o,
+        "Independence:   {}: {}",
+        if r.independence.independent {
+            "independent"
+        } else {
+            "NOT independent"
+        },
+        r.independence.reason
+    )?;
     if let Some(l) = &r.latency_ms {
         writeln!(
             o,
@@ -129,6 +140,34 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
     }
     writeln!(o)?;
     writeln!(o, "Definitions: {}", r.definition)
+}
+
+/// What zeros, a constant and input-independent outputs score against the same reference.
+fn nulls(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
+    let d = &r.discrimination;
+    let each: Vec<String> = d
+        .nulls
+        .iter()
+        .map(|n| match (&n.unavailable, n.mse) {
+            (Some(why), _) => format!("{}: n/a ({why})", n.kind),
+            (None, Some(m)) => format!("{}: MSE {} → {}", n.kind, e(m), level(n.level)),
+            (None, None) => format!("{}: n/a", n.kind),
+        })
+        .collect();
+    writeln!(o, "Null outputs:   {}", each.join("; "))?;
+    writeln!(
+        o,
+        "                input dependence {}; {}",
+        d.input_dependence
+            .map(|v| format!("{v:.4}"))
+            .unwrap_or_else(|| "n/a".into()),
+        match (d.discriminating, &d.reason) {
+            (Some(true), _) =>
+                "no null output meets the required level: the grade counts".to_string(),
+            (Some(false), Some(why)) => format!("INVALID: {why}"),
+            _ => "no level required".to_string(),
+        }
+    )
 }
 
 pub fn write_precisions(o: &mut dyn Write, t: &PrecisionTable) -> std::io::Result<()> {

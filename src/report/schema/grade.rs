@@ -12,6 +12,7 @@ use super::accuracy::AccuracyReport;
 use super::bench::BenchReport;
 use super::devices::Devices;
 use super::profile::{Profile, SpeedLevel};
+use super::session::PlacementSummary;
 use crate::standard::Level;
 
 /// The schema of `report.json`. Version 1 (acceval 0.1 before the typed report) had the
@@ -185,6 +186,9 @@ pub struct GradeReport {
     pub accuracy: Vec<AccuracyReport>,
     pub accuracy_errors: Vec<AccuracyError>,
     pub speed: Option<SpeedResult>,
+    /// Where the speed model's operators ran (§6.2 f) and the adaptation route (§6 g).
+    #[serde(default)]
+    pub placement: Option<PlacementSummary>,
     pub qps: Option<serde_json::Value>,
     pub llm: Option<serde_json::Value>,
     pub decisions: Vec<Decision>,
