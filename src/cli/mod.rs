@@ -62,10 +62,28 @@ pub enum Command {
     /// MindIE Benchmark's client mode for LLM services: time to first token, decode times,
     /// TPOT, throughput and token speed, with MindIE's statistics and CSV files.
     Llm(LlmArgs),
-    /// Check a report folder: every file against manifest.json, report.json against the schema.
+    /// Check a report folder: exactly its files against manifest.json, report.json against
+    /// the schema and its verdict against its clauses, and (with --pubkey) the lab's signature.
     Verify {
         /// The report folder (reports/<time>-<profile>-<backend>).
         dir: PathBuf,
+        /// The lab's public key (`acceval keygen` writes NAME.pub): the report must be signed
+        /// with its private key.
+        #[arg(long, value_name = "FILE")]
+        pubkey: Option<PathBuf>,
+    },
+    /// Sign an existing report folder's manifest.json with a lab's ed25519 private key.
+    Sign {
+        dir: PathBuf,
+        /// The private key (`acceval keygen` writes NAME.key).
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+    },
+    /// Make an ed25519 key pair for signing reports: NAME.key (private) and NAME.pub.
+    Keygen {
+        /// The key's path without extension.
+        #[arg(long, value_name = "NAME")]
+        out: PathBuf,
     },
     /// Render a report folder's views again from its report.json.
     Report {
@@ -122,6 +140,10 @@ pub struct GradeArgs {
     /// The LLM service for the profile's [llm] stage (overrides its url).
     #[arg(long, value_name = "URL")]
     pub llm_url: Option<String>,
+    /// Sign manifest.json with this ed25519 private key (`acceval keygen`); the signature
+    /// goes beside it as manifest.json.sig.
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<PathBuf>,
     /// Print report.json on stdout instead of the clause table.
     #[arg(long)]
     pub json: bool,

@@ -19,6 +19,25 @@ use crate::standard::{self, Level};
 use crate::util::fmt::{sci, thousands};
 use crate::zoo::Precision;
 
+/// A clause verdict that keeps a report from being COMPLIANT.
+pub fn bad(v: Verdict) -> bool {
+    matches!(v, Verdict::Fail | Verdict::Invalid | Verdict::Incomplete)
+}
+
+/// The report's verdict from its stages and clauses: INCOMPLETE when a stage did not finish
+/// (or is missing), NOT COMPLIANT when a clause is FAIL, INVALID or INCOMPLETE, else
+/// COMPLIANT. `verify` recomputes it from report.json the same way.
+pub fn overall(p: &Profile, stages: &[Stage], clauses: &[Clause]) -> Verdict {
+    let expected = 4 + p.qps.is_some() as usize + p.llm.is_some() as usize;
+    if stages.len() != expected || stages.iter().any(|s| s.status != StageStatus::Done) {
+        Verdict::Incomplete
+    } else if clauses.iter().any(|c| bad(c.verdict)) {
+        Verdict::NotCompliant
+    } else {
+        Verdict::Compliant
+    }
+}
+
 /// Everything a grade measured so far.
 #[derive(Default)]
 pub struct Evidence {
@@ -121,10 +140,8 @@ pub fn judge(p: &Profile, b: &BackendSettings, e: &Evidence) -> Judgement {
         clauses.extend(f.clauses);
         reasons.extend(f.reasons);
     }
-    let expected = 4 + p.qps.is_some() as usize + p.llm.is_some() as usize;
-    let complete =
-        e.stages.iter().all(|s| s.status == StageStatus::Done) && e.stages.len() == expected;
-    let verdict = if !complete {
+    let verdict = overall(p, &e.stages, &clauses);
+    if verdict == Verdict::Incomplete {
         for s in e.stages.iter().filter(|s| s.status != StageStatus::Done) {
             reasons.insert(
                 0,
@@ -139,12 +156,23 @@ pub fn judge(p: &Profile, b: &BackendSettings, e: &Evidence) -> Judgement {
                 ),
             );
         }
-        Verdict::Incomplete
-    } else if reasons.is_empty() {
-        Verdict::Compliant
-    } else {
-        Verdict::NotCompliant
-    };
+    }
+    // Every failing clause has its reason in the verdict's list.
+    for c in clauses.iter().filter(|c| bad(c.verdict)) {
+        let covered = reasons.iter().any(|r| {
+            c.reason
+                .as_ref()
+                .is_some_and(|why| r.contains(why.as_str()))
+        });
+        if !covered {
+            reasons.push(format!(
+                "{} {}: {}",
+                c.clause,
+                c.title,
+                c.reason.clone().unwrap_or_else(|| c.verdict.to_string())
+            ));
+        }
+    }
     Judgement {
         clauses,
         verdict,
@@ -767,6 +795,15 @@ fn model_support(backend: &str, e: &Evidence) -> Found {
 fn speed(p: &Profile, e: &Evidence) -> Found {
     let mut f = Found::default();
     let Some(s) = &e.speed else {
+        f.add(
+            "Table 5",
+            "Speed level",
+            format!("{} or more demanding ({})", p.speed.required, p.scenario),
+            "not measured",
+            Verdict::Fail,
+            na("the speed stage did not produce a result"),
+            Source::Profile,
+        );
         f.reasons.push("speed: not measured".into());
         return f;
     };

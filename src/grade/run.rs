@@ -48,6 +48,8 @@ pub struct GradeSettings {
     pub llm_url: Option<String>,
     /// The command line, recorded in the report.
     pub command_line: Vec<String>,
+    /// A lab's ed25519 private key: manifest.json is signed after every write.
+    pub sign: Option<PathBuf>,
 }
 
 /// A finished grade: the report and its folder.
@@ -78,6 +80,9 @@ impl Ctx<'_> {
     fn save(&self, e: &Evidence) -> anyhow::Result<GradeReport> {
         let r = report(self, e)?;
         files::write_all(&self.dir, &r, e, &self.p, &self.profile_file)?;
+        if let Some(key) = &self.s.sign {
+            super::sign::sign(&self.dir, key)?;
+        }
         Ok(r)
     }
 }
@@ -204,6 +209,14 @@ pub fn grade(
             backend.replace([':', '@', '/'], "_")
         ))
     });
+    if let Some(k) = &s.sign
+        && !k.is_file()
+    {
+        anyhow::bail!(
+            "--sign '{}': no such key file (make one with `acceval keygen --out NAME`)",
+            k.display()
+        );
+    }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
     progress.set_length(4 + p.qps.is_some() as u64 + p.llm.is_some() as u64);
     let c = Ctx {
