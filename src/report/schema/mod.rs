@@ -7,6 +7,7 @@
 //! `standard`): the modules that measure construct these types, and the views read them.
 //! Units are in field names (`latency_ms`, `power_w`, `energy_j`, `params_bytes`).
 
+pub mod inspect;
 mod vocab;
 
 pub use vocab::*;
