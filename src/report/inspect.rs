@@ -6,8 +6,7 @@
 use std::io::Write;
 
 use super::{right, table};
-use crate::model::Analysis;
-use crate::model::shape::shape_str;
+use crate::report::schema::inspect::{Analysis, Dim, StoredTensor, ValueKind, shape_str};
 use crate::util::fmt::thousands;
 
 /// What the table view shows beyond the default.
@@ -24,7 +23,7 @@ pub fn write_json(out: &mut impl Write, a: &Analysis) -> std::io::Result<()> {
     writeln!(out)
 }
 
-fn opt_shape(s: &Option<Vec<crate::model::shape::Dim>>) -> String {
+fn opt_shape(s: &Option<Vec<Dim>>) -> String {
     s.as_ref()
         .map(|s| shape_str(s))
         .unwrap_or_else(|| "?".into())
@@ -74,7 +73,7 @@ pub fn write_tables(
     let mut t = table(&["", "name", "type", "declared shape", "resolved shape"]);
     for (kind, list) in [("input", &a.inputs), ("output", &a.outputs)] {
         for v in list {
-            let ty = if v.kind == "tensor" {
+            let ty = if v.kind == ValueKind::Tensor {
                 v.elem_type.to_string()
             } else {
                 v.kind.to_string()
@@ -302,7 +301,7 @@ pub fn write_tables(
     Ok(())
 }
 
-fn tensor_row(s: &crate::model::params::StoredTensor) -> Vec<String> {
+fn tensor_row(s: &StoredTensor) -> Vec<String> {
     vec![
         s.name.clone(),
         s.elem_type.to_string(),
