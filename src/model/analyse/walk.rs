@@ -19,7 +19,7 @@ use crate::report::schema::inspect::{NodeCost, UnresolvedNode};
 
 /// Elements constant folding may create in one analysis (shape arithmetic needs a few
 /// hundred; a hostile chain of large constants stops here instead of running for minutes).
-pub const FOLD_BUDGET: u64 = 1 << 24;
+pub const FOLD_BUDGET: u64 = 1 << 20;
 
 /// Variables visible in a graph: its own, then its parents' (subgraphs see outer values).
 pub(super) struct Scope<'p> {

@@ -240,7 +240,7 @@ impl NodeIn<'_> {
     pub fn fits<T>(&self, v: Option<T>, what: &str) -> R<T> {
         v.ok_or_else(|| {
             ShapeError::TooLarge(format!(
-                "node '{}' ({}): {what} does not fit 64 bits; the model's dims or attributes are implausible",
+                "node '{}' ({}): {what} does not fit a 64-bit count; the model's dims or attributes are implausible",
                 self.label,
                 self.op()
             ))
