@@ -372,3 +372,31 @@ fn shape_like_values<'a>(nodes: &[&'a NodeProto], tensors: &'a [Counted]) -> Has
     }
     shape_like
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::build::{GraphBuilder, node, tensor_f32, tensor_i64};
+
+    #[test]
+    fn shape_tensors_through_arithmetic_and_repeated_uses() {
+        // `s` feeds Reshape both as data and as the target; `k` reaches a Reshape target
+        // only through Add and Concat; `w` is a weight.
+        let g = GraphBuilder::new("g")
+            .input("x", DataType::FLOAT, &[2, 2])
+            .init(tensor_i64("s", &[2], &[2, 2]))
+            .init(tensor_i64("k", &[1], &[1]))
+            .init(tensor_i64("m1", &[1], &[-1]))
+            .init(tensor_f32("w", &[4, 4], 1))
+            .node(node("Reshape", &["s", "s"], &["r"], vec![]))
+            .node(node("Add", &["k", "k"], &["k2"], vec![]))
+            .node(node("Concat", &["k2", "m1"], &["t"], vec![]))
+            .node(node("Reshape", &["x", "t"], &["y"], vec![]))
+            .node(node("MatMul", &["y", "w"], &["z"], vec![]))
+            .graph;
+        let (p, s) = summarise(&g, Path::new("m.onnx")).unwrap();
+        let names: Vec<&str> = s.list.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, vec!["k", "m1"]);
+        assert_eq!(p.list.len(), 2); // s (also data) and w
+    }
+}

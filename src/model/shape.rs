@@ -236,7 +236,7 @@ pub fn norm_axis(axis: i64, rank: usize, node: &str) -> R<usize> {
         Some(axis)
     };
     match a {
-        Some(a) if (0..r).contains(&a) || (r == 0 && a == 0) => Ok(a as usize),
+        Some(a) if (0..r).contains(&a) => Ok(a as usize),
         _ => contra(format!(
             "node '{node}': axis {axis} is out of range for rank {rank}"
         )),

@@ -364,3 +364,52 @@ impl NodeProto {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(dt: i32, dims: &[i64]) -> TensorProto {
+        TensorProto {
+            name: "w".into(),
+            data_type: dt,
+            dims: dims.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn data_must_match_the_dims() {
+        let p = Path::new("m.onnx");
+        let mut x = t(1, &[2, 2]);
+        x.float_data = vec![0.0; 4];
+        assert!(x.check(p).is_ok());
+        x.float_data.pop();
+        assert!(x.check(p).unwrap_err().to_string().contains("3 entries"));
+        // INT4 packs two per int32 entry: 5 elements need 3 entries.
+        let mut x = t(22, &[5]);
+        x.int32_data = vec![0; 3];
+        assert!(x.check(p).is_ok());
+        let mut x = t(1, &[3]);
+        x.raw_data = bytes::Bytes::from(vec![0u8; 12]);
+        assert!(x.check(p).is_ok());
+        // A scalar needs one element; an empty tensor none.
+        assert!(t(1, &[]).check(p).is_err());
+        assert!(t(1, &[0, 5]).check(p).is_ok());
+        assert_eq!(stored_bytes(DataType::FLOAT, u64::MAX), None);
+    }
+
+    #[test]
+    fn external_locations_must_stay_inside_the_folder() {
+        for loc in ["/etc/passwd", "../x.bin", "a/../../x.bin", ""] {
+            let mut x = t(1, &[1]);
+            x.data_location = 1;
+            x.external_data = vec![super::super::onnx::StringStringEntryProto {
+                key: "location".into(),
+                value: loc.into(),
+            }];
+            let e = x.check(Path::new("/tmp/m.onnx")).unwrap_err().to_string();
+            assert!(e.contains("outside the model's folder"), "{loc}: {e}");
+        }
+    }
+}

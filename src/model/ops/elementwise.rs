@@ -395,3 +395,24 @@ fn n_ary(n: &NodeIn, outs: &[Fact]) -> Result<Cost, NoCost> {
     let k = n.node.input.len().saturating_sub(1).max(1) as u64;
     cost(0, prod(&[k, numel(outs.first())?])?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_folding_is_exact_and_checked() {
+        assert_eq!(int_op("Mod", &[-7, 3], false), Some(2)); // sign of the divisor
+        assert_eq!(int_op("Mod", &[-7, 3], true), Some(-1)); // fmod: sign of the dividend
+        assert_eq!(int_op("Div", &[-7, 2], false), Some(-3)); // truncates
+        assert_eq!(int_op("Div", &[1, 0], false), None);
+        assert_eq!(int_op("Mul", &[i64::MAX, 2], false), None);
+        assert_eq!(int_op("Max", &[3, 9, 4], false), Some(9));
+        assert_eq!(float_op("Mod", &[-7.0, 3.0], false), Some(2.0));
+        assert_eq!(
+            fold_unary("Not", &Const::Int(vec![0, 1])),
+            Some(Const::Int(vec![1, 0]))
+        );
+        assert_eq!(fold_unary("Neg", &Const::Int(vec![i64::MIN])), None);
+    }
+}
