@@ -12,6 +12,7 @@ pub mod bench;
 pub mod conformance;
 pub mod devices;
 pub mod grade;
+pub mod inspect;
 pub mod nan;
 pub mod profile;
 pub mod run;
@@ -48,6 +49,7 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
             schema_for!(conformance::ConformanceReport),
         ),
         ("profile.schema.json", schema_for!(profile::Profile)),
+        ("inspect.schema.json", schema_for!(inspect::Analysis)),
     ]
 }
 
