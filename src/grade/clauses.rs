@@ -137,6 +137,17 @@ pub fn judge(p: &Profile, b: &BackendSettings, e: &Evidence) -> Judgement {
     let mut clauses = Vec::new();
     let mut reasons = Vec::new();
     for f in families {
+        // A family that fails a clause says why; one that gives no reason gets its clauses'.
+        if f.reasons.is_empty() {
+            for c in f.clauses.iter().filter(|c| bad(c.verdict)) {
+                reasons.push(format!(
+                    "{} {}: {}",
+                    c.clause,
+                    c.title,
+                    c.reason.clone().unwrap_or_else(|| c.verdict.to_string())
+                ));
+            }
+        }
         clauses.extend(f.clauses);
         reasons.extend(f.reasons);
     }
@@ -155,22 +166,6 @@ pub fn judge(p: &Profile, b: &BackendSettings, e: &Evidence) -> Judgement {
                         .unwrap_or_default()
                 ),
             );
-        }
-    }
-    // Every failing clause has its reason in the verdict's list.
-    for c in clauses.iter().filter(|c| bad(c.verdict)) {
-        let covered = reasons.iter().any(|r| {
-            c.reason
-                .as_ref()
-                .is_some_and(|why| r.contains(why.as_str()))
-        });
-        if !covered {
-            reasons.push(format!(
-                "{} {}: {}",
-                c.clause,
-                c.title,
-                c.reason.clone().unwrap_or_else(|| c.verdict.to_string())
-            ));
         }
     }
     Judgement {
