@@ -7,6 +7,8 @@
 //! `standard`): the modules that measure construct these types, and the views read them.
 //! Units are in field names (`latency_ms`, `power_w`, `energy_j`, `params_bytes`).
 
+pub mod llm;
+pub mod qps;
 pub mod stats;
 pub mod telemetry;
 mod vocab;
