@@ -3,4 +3,5 @@
 
 pub mod client;
 pub mod qps;
+pub mod settings;
 pub mod slo;
