@@ -1390,38 +1390,19 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
                 use clap::ValueEnum;
                 let api = crate::protocol::generate::Api::from_str(&l.api, false)
                     .map_err(|e| anyhow::anyhow!("[llm] api: {e}"))?;
-                let a = crate::cli::LlmArgs {
-                    url,
-                    model: l.model.clone(),
+                let synthetic = profile_file
+                    .parent()
+                    .unwrap_or(Path::new("."))
+                    .join(&l.synthetic_config);
+                let settings = crate::llm::LlmSettings {
                     api,
-                    no_stream: false,
-                    dataset: "synthetic".into(),
-                    synthetic_config: Some(
-                        profile_file
-                            .parent()
-                            .unwrap_or(Path::new("."))
-                            .join(&l.synthetic_config),
-                    ),
-                    request_count: None,
-                    tokenizer: None,
-                    max_output_len: 256,
+                    dataset: crate::llm::Dataset::Synthetic(Some(synthetic)),
                     concurrency: l.concurrency,
-                    request_rate: Vec::new(),
-                    distribution: crate::cli::Arrival::Poisson,
-                    seed: 1,
                     warmup: l.warmup,
-                    sampling_params: None,
-                    slo: None,
-                    timeout: 600.0,
-                    max_connections: 1000,
-                    cacert: None,
-                    cert: None,
-                    key: None,
-                    crl: Vec::new(),
-                    out: None,
-                    json: false,
+                    ..crate::llm::LlmSettings::new(&url, &l.model)
                 };
-                crate::llm::run::measure(&a, &stop)
+                let progress = crate::util::progress::Progress::hidden();
+                crate::llm::measure(&settings.plan()?, &progress, &stop)
             })();
             match res {
                 Ok(rep) => {
@@ -1486,41 +1467,27 @@ fn qps_stage(
     let cfg = crate::server::config(&serve)?;
     let name = cfg.name.clone();
     let running = crate::server::start(cfg, "127.0.0.1", 0)?;
-    let args = crate::cli::QpsArgs {
-        url: format!("http://{}", running.addr),
-        model: name,
+    let settings = crate::load::QpsSettings {
         slo: q.slo.clone(),
         error_budget: q.error_budget,
-        mode: crate::cli::LoadMode::Open,
-        distribution: crate::cli::Arrival::Poisson,
-        seed: 1,
-        start_rate: None,
         max_rate: q.max_rate,
         precision: q.precision,
-        concurrency: vec![1],
-        step_duration: q.step_duration_s,
-        warmup: q.warmup_s,
-        timeout: 10.0,
-        binary: q.binary,
-        input_file: None,
-        shapes: Vec::new(),
-        max_connections: 1000,
-        cacert: None,
-        cert: None,
-        key: None,
-        crl: Vec::new(),
-        out: None,
-        json: false,
+        step_duration_s: q.step_duration_s,
+        warmup_s: q.warmup_s,
+        inputs: crate::load::infer::Inputs {
+            binary: q.binary,
+            seed: crate::load::qps::DEFAULT_SEED,
+            ..Default::default()
+        },
+        ..crate::load::QpsSettings::new(&format!("http://{}", running.addr), &name)
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let (plan, client) = crate::load::qps::plan(&args, &rt)?;
-    let report = rt.block_on(crate::load::qps::measure(&plan, &client, stop));
-    drop(client);
-    drop(rt);
+    let progress = crate::util::progress::Progress::hidden();
+    let report = settings
+        .plan()
+        .map_err(anyhow::Error::from)
+        .and_then(|plan| crate::load::qps::measure(&plan, &progress, stop));
     running.stop()?;
-    Ok(report)
+    report
 }
 
 /// `acceval verify DIR`: re-hash every file against `manifest.json` and validate

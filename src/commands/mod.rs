@@ -7,6 +7,8 @@ pub mod devices;
 pub mod grade;
 pub mod inputs;
 pub mod inspect;
+pub mod llm;
+pub mod qps;
 pub mod reference;
 pub mod run;
 pub mod zoo;
