@@ -41,7 +41,7 @@ pub fn measure(
     let s = &plan.settings;
     if let Some(c) = plan.synthetic.as_ref().filter(|_| plan.default_synthetic) {
         progress.note(format!(
-            "acceval llm: no --dataset given: synthetic data from MindIE's sample synthetic_config.json {}",
+            "acceval llm: no --synthetic-config given: synthetic data from MindIE's sample synthetic_config.json {}",
             serde_json::to_string(c)?
         ));
     }
