@@ -50,8 +50,8 @@ pub struct Evidence {
     pub speed: Option<BenchReport>,
     pub speed_model: Option<PathBuf>,
     pub placement: Option<PlacementSummary>,
-    pub qps: Option<crate::load::qps::QpsReport>,
-    pub llm: Option<crate::llm::run::LlmReport>,
+    pub qps: Option<crate::report::schema::qps::QpsReport>,
+    pub llm: Option<crate::report::schema::llm::LlmReport>,
 }
 
 /// The clause table and the verdict.

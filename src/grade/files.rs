@@ -73,7 +73,7 @@ pub fn expected_names(r: &GradeReport) -> Vec<&'static str> {
     }
     if let Some(l) = &r.llm {
         v.push("llm_result_common.csv");
-        if l["runs"].as_array().is_some_and(|a| !a.is_empty()) {
+        if !l.runs.is_empty() {
             v.push("llm_result_perf.csv");
         }
     }

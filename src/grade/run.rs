@@ -438,7 +438,7 @@ fn stage_qps(c: &Ctx, e: &mut Evidence) {
         c.backend()
     ));
     let q = c.p.qps.as_ref().expect("the profile has [qps]");
-    match super::stages::qps(&speed_model_name(&c.p), q, &c.s.backend, c.stop) {
+    match super::stages::qps(&speed_model_name(&c.p), q, &c.s.backend, c.progress, c.stop) {
         Ok(rep) => {
             e.stages.push(ran("qps", t, rep.complete));
             e.qps = Some(rep);
@@ -465,7 +465,7 @@ fn stage_llm(c: &Ctx, e: &mut Evidence) {
         .parent()
         .unwrap_or(Path::new("."))
         .join(&l.synthetic_config);
-    match super::stages::llm(l, url, config, c.stop) {
+    match super::stages::llm(l, url, config, c.progress, c.stop) {
         Ok(rep) => {
             e.stages
                 .push(ran("llm", t, rep.runs.iter().all(|x| x.complete)));
@@ -590,8 +590,8 @@ fn report(c: &Ctx, e: &Evidence) -> anyhow::Result<GradeReport> {
         accuracy_errors: e.accuracy_errors.clone(),
         speed: speed_result(&c.p, e),
         placement: e.placement.clone(),
-        qps: e.qps.as_ref().map(serde_json::to_value).transpose()?,
-        llm: e.llm.as_ref().map(serde_json::to_value).transpose()?,
+        qps: e.qps.clone(),
+        llm: e.llm.clone(),
         decisions: decisions(&c.p),
     })
 }

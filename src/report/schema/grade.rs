@@ -11,7 +11,9 @@ use super::Verdict;
 use super::accuracy::AccuracyReport;
 use super::bench::BenchReport;
 use super::devices::Devices;
+use super::llm::LlmReport;
 use super::profile::{Profile, SpeedLevel};
+use super::qps::QpsReport;
 use super::session::PlacementSummary;
 use crate::standard::Level;
 
@@ -189,8 +191,8 @@ pub struct GradeReport {
     /// Where the speed model's operators ran (§6.2 f) and the adaptation route (§6 g).
     #[serde(default)]
     pub placement: Option<PlacementSummary>,
-    pub qps: Option<serde_json::Value>,
-    pub llm: Option<serde_json::Value>,
+    pub qps: Option<QpsReport>,
+    pub llm: Option<LlmReport>,
     pub decisions: Vec<Decision>,
 }
 
