@@ -444,6 +444,53 @@ fn image_size(specs: &[crate::data::inputs::InputSpec]) -> (u32, u32) {
         .unwrap_or((0, 0))
 }
 
+/// Runs and grades the first `used` reference inputs (`first` already loaded); an error
+/// stops the pass and is kept in it.
+fn grade_all(
+    session: &mut dyn crate::backend::Session,
+    reference: &Reference,
+    layout: &Layout,
+    used: usize,
+    first: crate::accuracy::reference::RefSet,
+) -> Pass {
+    let n_out = layout.output_names.len();
+    let n_in = layout.specs.len();
+    let mut pass = Pass {
+        acc: vec![Accumulator::default(); n_out],
+        decl: vec![(String::new(), Vec::new()); n_out],
+        inputs: Vec::with_capacity(used),
+        nonfinite: Vec::new(),
+        agreement: None,
+        times: Vec::with_capacity(used),
+        error: None,
+        refs: Vec::with_capacity(used),
+    };
+    let mut next = Some(first);
+    for k in 0..used {
+        let set = match next.take() {
+            Some(s) => Ok(s),
+            None => reference
+                .load_set(k, n_in, n_out)
+                .map_err(anyhow::Error::from),
+        };
+        match set.and_then(|rs| grade_input(session, reference, layout, k, rs, &mut pass)) {
+            Ok(r) => {
+                pass.times.push(r.latency_ms);
+                match &mut pass.agreement {
+                    Some(a) => a.merge(&r.agreement),
+                    None => pass.agreement = Some(r.agreement.clone()),
+                }
+                pass.inputs.push(r);
+            }
+            Err(e) => {
+                pass.error = Some(format!("{e:#}"));
+                break;
+            }
+        }
+    }
+    pass
+}
+
 /// Grades `model` on the backend against `reference`. Errors before the first input are
 /// returned; an error during the inputs is recorded in the report (`complete: false`).
 pub fn evaluate(
@@ -492,40 +539,7 @@ pub fn evaluate(
         .map_err(|e| {
             anyhow::Error::from(e).context(format!("running {} on {}", model.display(), b.spec))
         })?;
-    let mut pass = Pass {
-        acc: vec![Accumulator::default(); output_names.len()],
-        decl: vec![(String::new(), Vec::new()); output_names.len()],
-        inputs: Vec::with_capacity(used),
-        nonfinite: Vec::new(),
-        agreement: None,
-        times: Vec::with_capacity(used),
-        error: None,
-        refs: Vec::with_capacity(used),
-    };
-    let mut next = Some(first);
-    for k in 0..used {
-        let set = match next.take() {
-            Some(s) => Ok(s),
-            None => reference
-                .load_set(k, specs.len(), output_names.len())
-                .map_err(anyhow::Error::from),
-        };
-        match set.and_then(|rs| grade_input(session.as_mut(), reference, &layout, k, rs, &mut pass))
-        {
-            Ok(r) => {
-                pass.times.push(r.latency_ms);
-                match &mut pass.agreement {
-                    Some(a) => a.merge(&r.agreement),
-                    None => pass.agreement = Some(r.agreement.clone()),
-                }
-                pass.inputs.push(r);
-            }
-            Err(e) => {
-                pass.error = Some(format!("{e:#}"));
-                break;
-            }
-        }
-    }
+    let mut pass = grade_all(session.as_mut(), reference, &layout, used, first);
     let outputs = outputs_of(layout.output_names, &pass);
     let worst = outputs
         .iter()

@@ -13,7 +13,8 @@ fn level(l: Option<Level>) -> String {
         .unwrap_or_else(|| "none (< C1)".into())
 }
 
-pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
+/// The model, the backend and the reference.
+fn header(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
     let s = &r.session;
     writeln!(o, "Model:     {}", r.model)?;
     writeln!(o, "Backend:   {} — {} on {}", s.backend, s.engine, s.device)?;
@@ -39,6 +40,11 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
         }
     )?;
     writeln!(o)?;
+    Ok(())
+}
+
+/// One row per output, pooled over the inputs.
+fn per_output(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
     writeln!(o, "Per output, pooled over the inputs:")?;
     let mut t = super::table(&[
         "output",
@@ -72,6 +78,11 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
     super::right(&mut t, &[2, 3, 4, 5, 6, 7]);
     writeln!(o, "{t}")?;
     writeln!(o)?;
+    Ok(())
+}
+
+/// One row per input (its worst output).
+fn per_input(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
     writeln!(o, "Per input (worst output):")?;
     let mut t = super::table(&[
         "set",
@@ -101,6 +112,11 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
     super::right(&mut t, &[2, 3, 6]);
     writeln!(o, "{t}")?;
     writeln!(o)?;
+    Ok(())
+}
+
+/// The grade, the nulls, the independence and the verdict.
+fn summary(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
     for n in &r.nonfinite {
         writeln!(
             o,
@@ -139,6 +155,15 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
         _ => writeln!(o, "Verdict:        none (no --require)")?,
     }
     writeln!(o)?;
+    Ok(())
+}
+
+/// The terminal view of one accuracy result.
+pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
+    header(o, r)?;
+    per_output(o, r)?;
+    per_input(o, r)?;
+    summary(o, r)?;
     writeln!(o, "Definitions: {}", r.definition)
 }
 

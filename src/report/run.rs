@@ -3,9 +3,9 @@
 use std::io::Write;
 
 use crate::report::export::{Document, Table};
+use crate::report::schema::run::TaskOutput;
 use crate::report::schema::run::{RunReport, TaskReport};
 use crate::report::schema::session::PlacementSummary;
-use crate::task::TaskOutput;
 
 fn ms(v: f64) -> String {
     format!("{v:.3} ms")

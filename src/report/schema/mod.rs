@@ -22,6 +22,7 @@ pub mod session;
 pub mod stats;
 pub mod telemetry;
 mod vocab;
+pub mod zoo;
 
 pub use vocab::*;
 
