@@ -214,3 +214,115 @@ fn npy_of_ones(p: &std::path::Path) -> String {
     std::fs::write(p, b).unwrap();
     p.display().to_string()
 }
+
+/// A classifier whose outputs are NaN: 0 / 0, averaged per channel.
+fn nan_classifier() -> GraphBuilder {
+    GraphBuilder::new("g")
+        .input("x", F, &[1, 3, 224, 224])
+        .node(node("Sub", &["x", "x"], &["z"], vec![]))
+        .node(node("Div", &["z", "z"], &["n"], vec![]))
+        .node(node("GlobalAveragePool", &["n"], &["y"], vec![]))
+        .output("y", F, &[1, 3, 1, 1])
+}
+
+fn png(p: &std::path::Path, w: u32, h: u32) -> String {
+    image::RgbImage::from_fn(w, h, |x, y| image::Rgb([x as u8, y as u8, 9]))
+        .save(p)
+        .unwrap();
+    p.display().to_string()
+}
+
+/// Task runs never turn NaN outputs into a class, a box or a forecast.
+#[test]
+fn a_task_run_on_nan_outputs_fails_naming_the_output() {
+    let w = write(nan_classifier(), 17);
+    let img = png(&w.dir.path().join("a.png"), 64, 48);
+    let m = w.path.to_str().unwrap();
+    clean(
+        &[
+            "run",
+            "--model",
+            m,
+            "--task",
+            "classification",
+            "--image",
+            &img,
+        ],
+        "holds 3 NaN and 0 Inf",
+    );
+}
+
+#[test]
+fn truncated_and_elongated_images_are_clean_errors() {
+    let w = write(nan_classifier(), 17);
+    let dir = w.dir.path();
+    let m = w.path.to_str().unwrap();
+    let mut jpg = Vec::new();
+    image::RgbImage::from_fn(300, 200, |x, y| image::Rgb([x as u8, y as u8, 9]))
+        .write_to(
+            &mut std::io::Cursor::new(&mut jpg),
+            image::ImageFormat::Jpeg,
+        )
+        .unwrap();
+    let cut = dir.join("cut.jpg");
+    std::fs::write(&cut, &jpg[..jpg.len() * 2 / 3]).unwrap();
+    let args = |f: &str| {
+        [
+            "run",
+            "--model",
+            m,
+            "--task",
+            "classification",
+            "--image",
+            f,
+        ]
+        .map(String::from)
+    };
+    let run = |f: &str, want: &str| {
+        let a = args(f);
+        clean(&a.iter().map(String::as_str).collect::<Vec<_>>(), want)
+    };
+    run(cut.to_str().unwrap(), "truncated or corrupt JPEG");
+    let strip = png(&dir.join("strip.png"), 20_000, 1);
+    run(&strip, "no more elongated than 32:1");
+}
+
+#[test]
+fn a_series_with_a_gap_or_an_impossible_value_is_a_clean_error() {
+    let g = GraphBuilder::new("g")
+        .input("x", F, &[1, 4, 8])
+        .node(node(
+            "ReduceMean",
+            &["x"],
+            &["y"],
+            vec![attr("axes", Attr::Ints(vec![1, 2]))],
+        ))
+        .output("y", F, &[1, 1, 1]);
+    let w = write(g, 17);
+    let m = w.path.to_str().unwrap();
+    let mut rows = String::from("timestamp,load_mw,temperature_c,humidity_pct\n");
+    for h in [0, 1, 2, 4, 5] {
+        rows.push_str(&format!("2026-01-05T{h:02}:00,500,3,70\n"));
+    }
+    let gap = w.dir.path().join("gap.csv");
+    std::fs::write(&gap, &rows).unwrap();
+    let huge = w.dir.path().join("huge.csv");
+    std::fs::write(&huge, rows.replacen("500", "1e308", 1)).unwrap();
+    for (f, want) in [
+        (&gap, "fill the gap"),
+        (&huge, "outside its physical range"),
+    ] {
+        clean(
+            &[
+                "run",
+                "--model",
+                m,
+                "--task",
+                "forecasting",
+                "--series",
+                f.to_str().unwrap(),
+            ],
+            want,
+        );
+    }
+}
