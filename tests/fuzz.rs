@@ -338,7 +338,7 @@ fn mutated_models_through_the_binary_are_clean() {
     );
     if !bad.is_empty() {
         // Keep the models that broke it.
-        dir.keep();
+        let _ = dir.keep();
         panic!("{bad:#?}");
     }
 }
