@@ -1,23 +1,38 @@
 #!/usr/bin/env bash
-# GPU check for issue #3, for a borrowed machine with an NVIDIA GPU, no Rust toolchain and
-# no network: it takes a release binary built elsewhere (carry target/release/acceval),
-# puts the CUDA 13 libraries of the local torch wheels on LD_LIBRARY_PATH, and shows
-#   - `acceval devices` (NVML: GPU, driver, CUDA version; ONNX Runtime found),
-#   - `acceval run --backend cuda` (tract's CUDA runtime) with operator placement,
-#   - the same model on `cpu` (and `ort:cpu` if a Python onnxruntime is there),
-#   - the max difference between the cuda and cpu outputs on identical seeded inputs.
-# Usage: scripts/gpu-check.sh [MODEL.onnx ...]   (default: the shipped SqueezeNet 1.1, and
-#        ResNet-50 exported on the spot when torchvision is installed)
+# The GPU check (issue 14): one prepared command for a machine with an NVIDIA GPU, about
+# 10 minutes at most. It takes a release binary built elsewhere (carry target/release/acceval
+# and models/), finds the CUDA libraries of local Python wheels (torch's nvidia-* packages,
+# onnxruntime-gpu) and runs
+#   1. nvidia-smi and `acceval devices` (NVML: GPUs, driver, CUDA; ONNX Runtime found);
+#   2. `acceval grade --profile line-inspection-realtime` on ort:cuda (onnxruntime-gpu's
+#      library) and on cuda (tract's CUDA runtime), each with NVML utilization and power
+#      required by the telemetry clause, placement recorded (§6.2 f);
+#   3. with two or more GPUs, `run --backend cuda@1` and `ort:cuda@1` with telemetry, showing
+#      the work lands on GPU 1 (its utilization rises, GPU 0's does not);
+#   4. the cuda and ort:cuda outputs against the CPU's on identical seeded inputs;
+# and writes one summary file, $OUT/gpu-check-summary.md (verdicts, clause tables,
+# placement, speed, telemetry, differences), beside the report folders.
+#
+# Usage: scripts/gpu-check.sh            (OUT defaults to /tmp/acceval-gpu-check)
+# Environment: ACCEVAL_BIN (default target/release/acceval), PYTHON (default python3),
+#              OUT, RUNS (speed runs per grade, default 300), DURATION (s, default 20).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN="${ACCEVAL_BIN:-target/release/acceval}"
 PY="${PYTHON:-python3}"
 OUT="${OUT:-/tmp/acceval-gpu-check}"
+RUNS="${RUNS:-300}"
+DURATION="${DURATION:-20}"
+PROFILE=line-inspection-realtime
 mkdir -p "$OUT"
+SUMMARY="$OUT/gpu-check-summary.md"
 [ -x "$BIN" ] || { echo "no acceval binary at $BIN (build it with cargo build --release and carry it)"; exit 2; }
+t0=$(date +%s)
 
-NVLIBS="$("$PY" - <<'PY'
-import glob, importlib.util, os
+# CUDA libraries from the local wheels (nvidia-*-cu12/13, torch/lib), and onnxruntime-gpu's
+# libonnxruntime for ort:cuda.
+eval "$("$PY" - <<'PY'
+import glob, importlib.util, os, shlex
 dirs = set()
 spec = importlib.util.find_spec("nvidia")
 for base in (spec.submodule_search_locations if spec else []) or []:
@@ -29,52 +44,132 @@ try:
     dirs.add(os.path.join(os.path.dirname(torch.__file__), "lib"))
 except Exception:
     pass
-print(":".join(sorted(dirs)))
+print("NVLIBS=" + shlex.quote(":".join(sorted(dirs))))
+ort = ""
+try:
+    import onnxruntime as o
+    if "CUDAExecutionProvider" in o.get_available_providers():
+        libs = glob.glob(os.path.join(os.path.dirname(o.__file__), "capi", "libonnxruntime.so*"))
+        ort = sorted(libs)[0] if libs else ""
+except Exception:
+    pass
+print("ORT_GPU=" + shlex.quote(ort))
 PY
 )"
 export LD_LIBRARY_PATH="${NVLIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export ACCEVAL_PYTHON="$PY"
-echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 
-echo "== nvidia-smi"
-nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit --format=csv || true
-echo "== acceval devices"
-"$BIN" devices
+section() { printf '\n## %s\n\n' "$1" >>"$SUMMARY"; echo "== $1"; }
+fenced() { { echo '```'; cat; echo '```'; } >>"$SUMMARY"; }
 
-MODELS=("$@")
-if [ ${#MODELS[@]} -eq 0 ]; then
-  MODELS=(models/squeezenet1_1.onnx)
-  if "$PY" -c "import torchvision" 2>/dev/null; then
-    "$PY" - "$OUT/resnet50.onnx" <<'PY' && MODELS+=("$OUT/resnet50.onnx")
-import sys, torch, torchvision
-torch.manual_seed(0)
-m = torchvision.models.resnet50(weights=None).eval()
-torch.onnx.export(m, torch.randn(1, 3, 224, 224), sys.argv[1], opset_version=17, dynamo=False,
-                  input_names=["input"], output_names=["logits"])
+{
+  echo "# acceval GPU check"
+  echo
+  echo "$(date -u +%FT%TZ) on $(hostname); binary $BIN ($("$BIN" --version 2>&1))"
+  echo "runs $RUNS, duration $DURATION s per speed stage; ONNX Runtime with CUDA: ${ORT_GPU:-none found (pip install onnxruntime-gpu)}"
+} >"$SUMMARY"
+
+section "nvidia-smi"
+nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total,power.limit --format=csv 2>&1 | fenced
+NGPU=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+
+section "acceval devices"
+"$BIN" devices 2>&1 | fenced
+
+# grade BACKEND LABEL [ORT library]
+grade() {
+  local backend="$1" label="$2" lib="${3:-}" dir="$OUT/grade-$2"
+  section "grade --profile $PROFILE --backend $backend"
+  rm -rf "$dir"
+  local env=()
+  [ -n "$lib" ] && env=(env ORT_DYLIB_PATH="$lib")
+  timeout 240 "${env[@]}" "$BIN" grade --profile "$PROFILE" --backend "$backend" \
+    --runs "$RUNS" --duration "$DURATION" --out "$dir" >"$OUT/$label.stdout" 2>"$OUT/$label.stderr"
+  local rc=$?
+  echo "exit $rc (0 COMPLIANT, 1 NOT COMPLIANT, 2 error, 124 timed out after 240 s)" >>"$SUMMARY"
+  { tail -n 40 "$OUT/$label.stdout"; tail -n 5 "$OUT/$label.stderr"; } | fenced
+  if [ -f "$dir/report.json" ]; then
+    "$PY" - "$dir/report.json" <<'PY' | fenced
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("schema", r.get("schema"), "verdict", r.get("verdict"), "complete", r.get("complete"))
+for why in r.get("verdict_reasons") or []:
+    print("  reason:", why)
+print("clauses:")
+for c in r.get("clauses") or []:
+    print(f"  {c.get('clause')}: {c.get('verdict')} - {c.get('measured')}")
+s = r.get("speed") or {}
+print("speed:", {k: s.get(k) for k in ("precision", "percentile", "latency_at_percentile_ms", "fps", "achieved", "meets")})
+p = r.get("placement") or {}
+print("placement:", {k: p.get(k) for k in ("device_class", "route", "nodes", "nodes_on_device", "macs", "macs_on_device", "cpu_fallback")})
+t = (s.get("bench") or {}).get("telemetry") or {}
+for sn in t.get("sensors") or []:
+    print("sensor:", sn)
+for ch in t.get("channels") or []:
+    print(f"channel {ch.get('name')}: mean {ch.get('mean')} max {ch.get('max')} {ch.get('unit')} ({ch.get('samples')} samples)")
+print("energy:", t.get("energy") or t.get("energy_unavailable"))
+for a in r.get("accuracy") or []:
+    print("accuracy:", {k: a.get(k) for k in ("precision", "mse", "level", "verdict", "meets_required")})
 PY
+    "$BIN" verify "$dir" 2>&1 | tail -n 3 | fenced
   fi
-fi
+}
 
-for M in "${MODELS[@]}"; do
-  name="$(basename "$M" .onnx)"
-  echo "== $name: cpu (tract)"
-  "$BIN" run --backend cpu --model "$M" --output "$OUT/$name.cpu.npz" --runs 10
-  echo "== $name: cuda (tract-cuda)"
-  "$BIN" run --backend cuda --model "$M" --output "$OUT/$name.cuda.npz" --runs 50 --placement
-  echo "== $name: ort:cpu"
-  "$BIN" run --backend ort:cpu --model "$M" --output "$OUT/$name.ort.npz" --runs 10 || true
-  echo "== $name: ort:cuda (expected to fail without onnxruntime-gpu)"
-  "$BIN" run --backend ort:cuda --model "$M" --runs 1 || true
-  echo "== $name: compare"
-  "$PY" - "$OUT/$name.cpu.npz" "$OUT/$name.cuda.npz" "$OUT/$name.ort.npz" <<'PY'
+if [ -n "$ORT_GPU" ]; then
+  grade ort:cuda ort-cuda "$ORT_GPU"
+else
+  section "grade --backend ort:cuda"
+  echo "not run: no onnxruntime-gpu wheel in $PY (CUDAExecutionProvider absent)" >>"$SUMMARY"
+fi
+grade cuda cuda
+
+section "outputs against the CPU (seeded inputs, yolov8n-line)"
+M=yolov8n-line
+"$BIN" run --backend cpu --model "$M" --output "$OUT/cpu.npz" --runs 3 >/dev/null 2>&1
+"$BIN" run --backend cuda --model "$M" --output "$OUT/cuda.npz" --runs 3 >/dev/null 2>&1
+[ -n "$ORT_GPU" ] && ORT_DYLIB_PATH="$ORT_GPU" "$BIN" run --backend ort:cuda --model "$M" \
+  --output "$OUT/ort-cuda.npz" --runs 3 >/dev/null 2>&1
+"$PY" - "$OUT/cpu.npz" "$OUT/cuda.npz" "$OUT/ort-cuda.npz" <<'PY' 2>&1 | fenced
 import os, sys, numpy as np
 ref = np.load(sys.argv[1])
 for other in sys.argv[2:]:
     if not os.path.exists(other):
-        print(f"{other}: missing"); continue
+        print(f"{os.path.basename(other)}: not written"); continue
     o = np.load(other)
     for k in ref.files:
         d = float(np.max(np.abs(o[k] - ref[k]))); s = float(np.max(np.abs(ref[k])))
         print(f"{os.path.basename(other)} vs cpu, {k}: max abs diff {d:.3e}, relative {d / max(s, 1e-12):.3e}")
 PY
-done
+
+if [ "$NGPU" -ge 2 ]; then
+  for b in cuda@1 ${ORT_GPU:+ort:cuda@1}; do
+    section "bench --backend $b (the second GPU)"
+    j="$OUT/bench-${b/:/-}.json"
+    env ${ORT_GPU:+ORT_DYLIB_PATH="$ORT_GPU"} timeout 120 "$BIN" bench --backend "$b" \
+      --model yolov8n-line --model-only --runs 500 --duration 10 --sample-ms 200 \
+      --export-json "$j" 2>&1 | tail -n 30 | fenced
+    # Utilization per GPU: the work must show on gpu1, not on gpu0.
+    "$PY" - "$j" <<'PY' 2>&1 | fenced
+import json, sys
+r = json.load(open(sys.argv[1]))
+def find(o):
+    if isinstance(o, dict):
+        if str(o.get("name", "")).endswith("util_pct"):
+            print(o.get("name"), {k: o.get(k) for k in ("mean", "max", "samples")})
+        for v in o.values():
+            find(v)
+    elif isinstance(o, list):
+        for v in o:
+            find(v)
+find(r)
+PY
+  done
+else
+  section "cuda@1"
+  echo "not run: $NGPU GPU(s) on this machine" >>"$SUMMARY"
+fi
+
+echo >>"$SUMMARY"
+echo "total $(( $(date +%s) - t0 )) s" >>"$SUMMARY"
+echo "== summary: $SUMMARY"
+cat "$SUMMARY"

@@ -5,6 +5,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // First, while the process has one thread: `--backend cuda@N` sets CUDA_VISIBLE_DEVICES.
+    if let Err(e) = acceval::util::cuda_pin::pin_from_args() {
+        eprintln!("acceval: error: {e}");
+        return ExitCode::from(2);
+    }
     acceval::util::isolate::install_hook();
     let cli = acceval::cli::Cli::parse();
     match acceval::run(cli) {

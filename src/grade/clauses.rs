@@ -186,7 +186,10 @@ fn device_under_test(b: &BackendSettings, d: &Devices, engine: &str) -> (String,
             !d.host.cpu_model.trim().is_empty() && !d.host.kernel.trim().is_empty(),
         ),
         DeviceClass::Gpu => {
-            let i = b.spec.device.unwrap_or(0);
+            let i = match crate::util::cuda_pin::nvml_index(b.spec.device.unwrap_or(0)) {
+                Ok(i) => i,
+                Err(why) => return (why, false),
+            };
             match d.nvidia.gpus.iter().find(|g| g.index == i) {
                 Some(g) => (
                     format!(
@@ -433,6 +436,20 @@ fn placement(b: &BackendSettings, e: &Evidence) -> Found {
                 Verdict::Incomplete
             },
             na("the speed stage did not run"),
+            Source::Standard,
+        );
+        let (route, detail) = class::route(&b.spec);
+        f.add(
+            "§6 g",
+            "Operator adaptation",
+            "operator mapping, subgraph or whole-graph hand-off, or a compiler back end",
+            format!("{route}: {detail}"),
+            if class == DeviceClass::Cpu {
+                Verdict::NotApplicable
+            } else {
+                Verdict::Incomplete
+            },
+            na("no placement was recorded, so no operator was seen running on the device under test"),
             Source::Standard,
         );
         return f;
@@ -1064,7 +1081,10 @@ fn accelerator_channels(b: &BackendSettings) -> Option<Result<(&'static str, Str
     );
     match class::device_class(b) {
         DeviceClass::Cpu | DeviceClass::Emulated => None,
-        _ if nvidia => Some(Ok(("nvml", format!("gpu{}", b.spec.device.unwrap_or(0))))),
+        _ if nvidia => Some(
+            crate::util::cuda_pin::nvml_index(b.spec.device.unwrap_or(0))
+                .map(|i| ("nvml", format!("gpu{i}"))),
+        ),
         _ if ascend => Some(Ok(("dcmi", format!("npu{}", b.spec.device.unwrap_or(0))))),
         c => Some(Err(format!(
             "acceval has no utilization or power sensor for the {c} of {}",
