@@ -5,12 +5,20 @@
 //! IR conversion (§5.3 a) is parsing the ONNX model and optimising it into tract's typed
 //! graph at the concrete input shapes; graph initialisation (§5.3 b) is building the
 //! execution plan (and, for CUDA, moving the weights to the device).
+//!
+//! What a lab's own export needs: the inputs are pinned to concrete shapes (the caller's,
+//! else the declared dims) and the exporter's `value_info` is left out, so its symbols
+//! never meet the concrete dims; FP16 models run as FP16 storage with FP32 compute where
+//! tract has no FP16 arithmetic for the CPU; tract-linalg's kernels run on a rayon pool of
+//! `--threads` (default: every core). Every choice is recorded in the session options.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
+use tract_onnx::prelude::multithread::Executor;
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::transform::ModelTransform;
 
 use super::{
     Availability, Backend, BackendError, BackendSpec, LoadOptions, LoadTimings, NodePlacement,
@@ -127,8 +135,9 @@ impl Backend for TractBackend {
         match self.kind {
             Kind::Cpu => Availability::Available {
                 detail: format!(
-                    "tract {TRACT_VERSION}, {} on this CPU",
-                    std::env::consts::ARCH
+                    "tract {TRACT_VERSION}, {} on this CPU, up to {} threads",
+                    std::env::consts::ARCH,
+                    all_cores()
                 ),
             },
             Kind::Cuda => match cuda_unavailable() {
@@ -145,6 +154,78 @@ impl Backend for TractBackend {
         spec: &BackendSpec,
         opts: &LoadOptions,
     ) -> Result<Box<dyn Session>, BackendError> {
+        self.check_spec(spec)?;
+        let load_err = |reason: String| BackendError::Load {
+            backend: spec.to_string(),
+            model: model.display().to_string(),
+            reason,
+        };
+        let io = ModelIo::read(model).map_err(load_err)?;
+        let threads = match self.kind {
+            Kind::Cpu => opts.threads.unwrap_or_else(all_cores),
+            Kind::Cuda => 1,
+        };
+
+        // §5.3 a: IR conversion = parse + type + optimise at the concrete shapes.
+        let t0 = Instant::now();
+        let pinned = io.pinned_shapes(opts).map_err(load_err)?;
+        let conv = convert(model, self.kind, &io, &pinned).map_err(load_err)?;
+        let convert_time = t0.elapsed();
+
+        // §5.3 b: graph initialisation = the execution plan on the device.
+        let t1 = Instant::now();
+        let runnable = prepare(self.kind, conv.typed, threads).map_err(load_err)?;
+        let state = runnable.spawn().map_err(|e| load_err(format!("{e:#}")))?;
+        let init = t1.elapsed();
+
+        let input_types = runnable
+            .typed_model()
+            .map(|m| {
+                m.input_outlets()
+                    .iter()
+                    .flat_map(|o| o.iter())
+                    .filter_map(|o| m.outlet_fact(*o).ok().map(|f| f.datum_type))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let placement = placement(self.kind, &io, runnable.as_ref());
+        let options = session_options(self.kind, opts, threads, &io, &pinned, &conv.notes);
+        Ok(Box::new(TractSession {
+            info: SessionInfo {
+                backend: spec.to_string(),
+                engine: format!(
+                    "tract {TRACT_VERSION}{}",
+                    if self.kind == Kind::Cuda {
+                        " (cuda)"
+                    } else {
+                        ""
+                    }
+                ),
+                device: match self.kind {
+                    Kind::Cpu => "CPU".into(),
+                    Kind::Cuda => format!("CUDA device {}", spec.device.unwrap_or(0)),
+                },
+                library: None,
+                options,
+            },
+            timings: LoadTimings {
+                convert_ms: Some(convert_time.as_secs_f64() * 1e3),
+                convert_note: None,
+                init_ms: init.as_secs_f64() * 1e3,
+            },
+            state,
+            _runnable: runnable,
+            input_types,
+            output_names: io.outputs,
+            placement,
+        }))
+    }
+}
+
+impl TractBackend {
+    /// Refuses what this backend cannot be asked for: providers, a second CPU, a CUDA
+    /// runtime that cannot start.
+    fn check_spec(&self, spec: &BackendSpec) -> Result<(), BackendError> {
         let backend = spec.to_string();
         if let Some(p) = &spec.provider {
             return Err(BackendError::NotAvailable {
@@ -165,87 +246,268 @@ impl Backend for TractBackend {
                 reason: "the cpu backend has one device, @0".into(),
             });
         }
-        let load_err = |reason: String| BackendError::Load {
-            backend: spec.to_string(),
-            model: model.display().to_string(),
-            reason,
-        };
-        let onnx = OnnxFile::open(model).map_err(|e| load_err(e.to_string()))?;
+        Ok(())
+    }
+}
+
+/// Every core this process may run on (the default of `--threads`).
+pub fn all_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// One model input as the ONNX file declares it.
+struct DeclaredInput {
+    name: String,
+    elem_type: Option<DataType>,
+    /// The declared dims; `None` for a dim that is symbolic, unknown or ≤ 0 (dynamic).
+    dims: Option<Vec<Option<usize>>>,
+}
+
+/// What acceval reads from the ONNX file before tract parses it.
+struct ModelIo {
+    inputs: Vec<DeclaredInput>,
+    outputs: Vec<String>,
+    /// `(label, op_type)` of every node of the main graph.
+    nodes: Vec<(String, String)>,
+    /// `value_info` entries of the main graph.
+    value_info: usize,
+}
+
+impl ModelIo {
+    fn read(model: &Path) -> Result<ModelIo, String> {
+        let onnx = OnnxFile::open(model).map_err(|e| e.to_string())?;
         let g = onnx.graph();
         let init_names: std::collections::HashSet<&str> =
             g.initializer.iter().map(|t| t.name.as_str()).collect();
-        let inputs: Vec<(String, Option<DataType>)> = g
+        let inputs = g
             .input
             .iter()
             .filter(|i| !init_names.contains(i.name.as_str()))
             .map(|i| {
-                (
-                    i.name.clone(),
-                    i.tensor_type().map(|t| DataType(t.elem_type)),
-                )
+                let t = i.tensor_type();
+                DeclaredInput {
+                    name: i.name.clone(),
+                    elem_type: t.map(|t| DataType(t.elem_type)),
+                    dims: t.and_then(|t| t.shape.as_ref()).map(|s| {
+                        s.dim
+                            .iter()
+                            .map(|d| d.dim_value.filter(|v| *v > 0).map(|v| v as usize))
+                            .collect()
+                    }),
+                }
             })
             .collect();
-        let output_names: Vec<String> = g.output.iter().map(|o| o.name.clone()).collect();
-        let node_list: Vec<(String, String)> = g
-            .node
+        Ok(ModelIo {
+            inputs,
+            outputs: g.output.iter().map(|o| o.name.clone()).collect(),
+            nodes: g
+                .node
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.label(i), n.op_type.clone()))
+                .collect(),
+            value_info: g.value_info.len(),
+        })
+    }
+
+    /// The concrete shape each input is pinned to before tract analyses the graph: the
+    /// caller's (`--shape`, the input files), else the declared dims when all are known.
+    /// `None` leaves an input's dynamic dims to tract as symbols.
+    fn pinned_shapes(&self, opts: &LoadOptions) -> Result<Vec<Option<Vec<usize>>>, String> {
+        self.inputs
             .iter()
-            .enumerate()
-            .map(|(i, n)| (n.label(i), n.op_type.clone()))
-            .collect();
-        drop(onnx);
+            .map(|i| {
+                let given = opts.input_shapes.iter().find(|(n, _)| *n == i.name);
+                let shape = match (given, &i.dims) {
+                    (Some((_, s)), _) => Some(s.clone()),
+                    (None, Some(d)) => d.iter().copied().collect::<Option<Vec<usize>>>(),
+                    (None, None) => None,
+                };
+                if shape.is_some() && i.elem_type.and_then(datum).is_none() {
+                    return Err(format!(
+                        "input '{}' has an element type tract cannot take ({})",
+                        i.name,
+                        i.elem_type.map_or("none".into(), |t| t.name().to_string())
+                    ));
+                }
+                Ok(shape)
+            })
+            .collect()
+    }
+}
 
-        // §5.3 a: IR conversion = parse + type + optimise at the concrete shapes.
-        let t0 = Instant::now();
-        let mut m = tract_onnx::onnx()
-            .model_for_path(model)
-            .map_err(|e| load_err(format!("{e:#}")))?;
-        for (ix, (name, dt)) in inputs.iter().enumerate() {
-            let Some((_, shape)) = opts.input_shapes.iter().find(|(n, _)| n == name) else {
-                continue;
-            };
-            let Some(dt) = dt.and_then(datum) else {
-                return Err(load_err(format!(
-                    "input '{name}' has an element type tract cannot take"
-                )));
-            };
-            m.set_input_fact(ix, InferenceFact::dt_shape(dt, shape.as_slice()))
-                .map_err(|e| load_err(format!("{e:#}")))?;
-        }
-        let typed = match self.kind {
-            Kind::Cpu => m.into_optimized(),
-            Kind::Cuda => m.into_typed().and_then(|t| t.into_decluttered()),
-        }
-        .map_err(|e| load_err(format!("{e:#}")))?;
-        let convert = t0.elapsed();
+/// The typed graph and what was done to get it.
+struct Converted {
+    typed: TypedModel,
+    /// `(option, value)` lines for the session options.
+    notes: Vec<(String, String)>,
+}
 
-        // §5.3 b: graph initialisation = the execution plan on the device.
-        let t1 = Instant::now();
-        let runnable: Box<dyn Runnable> = match self.kind {
-            Kind::Cpu => Box::new(
-                typed
-                    .into_runnable()
-                    .map_err(|e| load_err(format!("{e:#}")))?,
-            ),
-            Kind::Cuda => {
-                let rt = tract_onnx::tract_core::runtime::runtime_for_name("cuda")
-                    .map_err(|e| load_err(format!("{e:#}")))?
-                    .ok_or_else(|| load_err("tract's cuda runtime is not linked in".into()))?;
-                rt.prepare(typed).map_err(|e| load_err(format!("{e:#}")))?
+/// Parses `model` with its inputs pinned to `pinned`, types and optimises it.
+///
+/// The concrete input shapes are the facts. `value_info` (and the outputs' declared shapes)
+/// are an exporter's notes, often in symbols of its own (`batch`, `height`) that tract
+/// would have to unify with the concrete dims ("Impossible to unify Sym(batch) with
+/// Val(1)"), so they are left out and tract infers every shape from the inputs. Only when
+/// that analysis fails is the model parsed again with them, as a hint.
+fn convert(
+    model: &Path,
+    kind: Kind,
+    io: &ModelIo,
+    pinned: &[Option<Vec<usize>>],
+) -> Result<Converted, String> {
+    let mut notes = Vec::new();
+    let first = parse_and_type(model, io, pinned, true);
+    let typed = match first {
+        Ok(t) => {
+            if io.value_info > 0 {
+                notes.push((
+                    "value_info".to_string(),
+                    format!(
+                        "{} entries ignored: tract infers every shape from the input shapes",
+                        io.value_info
+                    ),
+                ));
             }
-        };
-        let state = runnable.spawn().map_err(|e| load_err(format!("{e:#}")))?;
-        let init = t1.elapsed();
+            t
+        }
+        Err(e) if io.value_info > 0 => match parse_and_type(model, io, pinned, false) {
+            Ok(t) => {
+                notes.push((
+                    "value_info".to_string(),
+                    format!(
+                        "{} entries used as hints (without them tract's analysis failed: {e})",
+                        io.value_info
+                    ),
+                ));
+                t
+            }
+            Err(_) => return Err(e),
+        },
+        Err(e) => return Err(e),
+    };
+    let typed = match kind {
+        Kind::Cpu => {
+            let (typed, fp16) = widen_fp16(typed).map_err(|e| format!("{e:#}"))?;
+            if let Some(note) = fp16 {
+                notes.push(("fp16".into(), note));
+            }
+            typed.into_optimized()
+        }
+        Kind::Cuda => Ok(typed),
+    }
+    .map_err(|e| format!("{e:#}"))?;
+    Ok(Converted { typed, notes })
+}
 
-        let placement = match self.kind {
-            Kind::Cpu => node_list
-                .into_iter()
+/// tract's parse, input facts and typing (decluttered).
+fn parse_and_type(
+    model: &Path,
+    io: &ModelIo,
+    pinned: &[Option<Vec<usize>>],
+    ignore_value_info: bool,
+) -> Result<TypedModel, String> {
+    let mut m = tract_onnx::onnx()
+        .with_ignore_value_info(ignore_value_info)
+        .with_ignore_output_shapes(true)
+        .model_for_path(model)
+        .map_err(|e| format!("{e:#}"))?;
+    for (ix, (input, shape)) in io.inputs.iter().zip(pinned).enumerate() {
+        let (Some(shape), Some(dt)) = (shape, input.elem_type.and_then(datum)) else {
+            continue;
+        };
+        m.set_input_fact(ix, InferenceFact::dt_shape(dt, shape.as_slice()))
+            .map_err(|e| format!("{e:#}"))?;
+    }
+    m.into_typed()
+        .and_then(|t| t.into_decluttered())
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// FP16 storage, FP32 compute where tract has no native FP16 arithmetic for this CPU:
+/// the FP16 weights and operators are widened to FP32 at load, as a deployment on this
+/// CPU runs an FP16 model (the weights keep their FP16 rounding). Returns the note for
+/// the session options when it did.
+fn widen_fp16(typed: TypedModel) -> TractResult<(TypedModel, Option<String>)> {
+    let f16_dt = f16::datum_type();
+    let has_f16 = typed
+        .nodes()
+        .iter()
+        .any(|n| n.outputs.iter().any(|o| o.fact.datum_type == f16_dt));
+    if !has_f16 {
+        return Ok((typed, None));
+    }
+    if tract_onnx::prelude::tract_linalg::has_fp16() {
+        return Ok((
+            typed,
+            Some("FP16 compute: tract's native FP16 kernels (this CPU has FP16 arithmetic)".into()),
+        ));
+    }
+    let widened =
+        tract_onnx::tract_core::floats::FloatPrecisionTranslator::new(f16_dt, f32::datum_type())
+            .transform_into(typed)?;
+    Ok((
+        widened,
+        Some(format!(
+            "FP16 storage, FP32 compute: tract {TRACT_VERSION} has no native FP16 arithmetic on {} (it would emulate it in software), so the FP16 weights and operators are widened to FP32 at load, as a deployment on this CPU runs them",
+            std::env::consts::ARCH
+        )),
+    ))
+}
+
+/// The execution plan: a `threads`-wide rayon pool for tract-linalg's kernels on the CPU,
+/// tract's CUDA runtime on the GPU.
+fn prepare(kind: Kind, typed: TypedModel, threads: usize) -> Result<Box<dyn Runnable>, String> {
+    match kind {
+        Kind::Cpu => {
+            let executor = if threads > 1 {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|i| format!("acceval-tract-{i}"))
+                    .build()
+                    .map_err(|e| format!("could not start {threads} threads: {e}"))?;
+                Some(Executor::MultiThread(Arc::new(pool)))
+            } else {
+                None
+            };
+            let options = RunOptions {
+                executor,
+                ..Default::default()
+            };
+            Ok(Box::new(
+                typed
+                    .into_runnable_with_options(&options)
+                    .map_err(|e| format!("{e:#}"))?,
+            ))
+        }
+        Kind::Cuda => {
+            let rt = tract_onnx::tract_core::runtime::runtime_for_name("cuda")
+                .map_err(|e| format!("{e:#}"))?
+                .ok_or_else(|| "tract's cuda runtime is not linked in".to_string())?;
+            rt.prepare(typed).map_err(|e| format!("{e:#}"))
+        }
+    }
+}
+
+/// Where each node runs: every ONNX node on the CPU, or tract's graph after the CUDA
+/// transform.
+fn placement(kind: Kind, io: &ModelIo, runnable: &dyn Runnable) -> Placement {
+    match kind {
+        Kind::Cpu => Placement {
+            source: "tract runs every node on the CPU".into(),
+            nodes: io
+                .nodes
+                .iter()
                 .map(|(node, op_type)| NodePlacement {
-                    node,
-                    op_type,
+                    node: node.clone(),
+                    op_type: op_type.clone(),
                     device: "CPU".into(),
                 })
                 .collect(),
-            Kind::Cuda => runnable
+        },
+        Kind::Cuda => Placement {
+            source: "tract's graph after the CUDA transform: Cuda*/Gpu* ops run on the GPU".into(),
+            nodes: runnable
                 .typed_model()
                 .map(|tm| {
                     tm.nodes()
@@ -265,60 +527,50 @@ impl Backend for TractBackend {
                         .collect()
                 })
                 .unwrap_or_default(),
-        };
-        let mut options = BTreeMap::new();
-        options.insert("threads".into(), "1 (tract runs on one thread)".into());
-        if opts.threads.is_some_and(|t| t != 1) {
+        },
+    }
+}
+
+/// The session options as recorded in every report.
+fn session_options(
+    kind: Kind,
+    opts: &LoadOptions,
+    threads: usize,
+    io: &ModelIo,
+    pinned: &[Option<Vec<usize>>],
+    notes: &[(String, String)],
+) -> BTreeMap<String, String> {
+    let mut options = BTreeMap::new();
+    match kind {
+        Kind::Cpu => {
+            let how = match opts.threads {
+                Some(_) => "--threads".to_string(),
+                None => format!("default: all {} cores", all_cores()),
+            };
             options.insert(
-                "threads_requested".into(),
-                format!(
-                    "{} (ignored by tract; applies to ort)",
-                    opts.threads.unwrap_or(1)
-                ),
+                "threads".into(),
+                format!("{threads} ({how}; tract-linalg multithread-mm, one rayon pool)"),
+            );
+            options.insert("optimisation".into(), "tract into_optimized (full)".into());
+        }
+        Kind::Cuda => {
+            options.insert(
+                "optimisation".into(),
+                "tract declutter + cuda transform".into(),
             );
         }
-        options.insert("optimisation".into(), "tract into_optimized (full)".into());
-        for (n, s) in &opts.input_shapes {
-            options.insert(format!("input_shape.{n}"), format!("{s:?}"));
-        }
-        Ok(Box::new(TractSession {
-            info: SessionInfo {
-                backend: spec.to_string(),
-                engine: format!(
-                    "tract {TRACT_VERSION}{}",
-                    if self.kind == Kind::Cuda {
-                        " (cuda)"
-                    } else {
-                        ""
-                    }
-                ),
-                device: match self.kind {
-                    Kind::Cpu => "CPU".into(),
-                    Kind::Cuda => format!("CUDA device {}", spec.device.unwrap_or(0)),
-                },
-                library: None,
-                options,
-            },
-            timings: LoadTimings {
-                convert_ms: Some(convert.as_secs_f64() * 1e3),
-                convert_note: None,
-                init_ms: init.as_secs_f64() * 1e3,
-            },
-            state,
-            _runnable: runnable,
-            output_names,
-            placement: Placement {
-                source: match self.kind {
-                    Kind::Cpu => "tract runs every node on the CPU".into(),
-                    Kind::Cuda => {
-                        "tract's graph after the CUDA transform: Cuda*/Gpu* ops run on the GPU"
-                            .into()
-                    }
-                },
-                nodes: placement,
-            },
-        }))
     }
+    for (input, shape) in io.inputs.iter().zip(pinned) {
+        let v = match shape {
+            Some(s) => format!("{s:?}"),
+            None => "dynamic (tract symbols)".into(),
+        };
+        options.insert(format!("input_shape.{}", input.name), v);
+    }
+    for (k, v) in notes {
+        options.insert(k.clone(), v.clone());
+    }
+    options
 }
 
 struct TractSession {
@@ -326,6 +578,8 @@ struct TractSession {
     timings: LoadTimings,
     state: Box<dyn State>,
     _runnable: Box<dyn Runnable>,
+    /// The element type of each input of the plan (FP16 inputs are FP32 once widened).
+    input_types: Vec<DatumType>,
     output_names: Vec<String>,
     placement: Placement,
 }
@@ -342,7 +596,23 @@ impl Session for TractSession {
             backend: self.info.backend.clone(),
             reason,
         };
-        let values: TVec<TValue> = inputs.iter().map(|t| to_tract(&t.data).into()).collect();
+        let values = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let v = to_tract(&t.data);
+                match self.input_types.get(i) {
+                    Some(dt)
+                        if *dt != v.datum_type() && dt.is_float() && v.datum_type().is_float() =>
+                    {
+                        v.cast_to_dt(*dt)
+                            .map(|c| c.into_owned().into())
+                            .map_err(|e| run_err(format!("input '{}': {e:#}", t.name)))
+                    }
+                    _ => Ok(v.into()),
+                }
+            })
+            .collect::<Result<TVec<TValue>, _>>()?;
         let outs = self
             .state
             .run(values)
