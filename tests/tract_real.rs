@@ -208,3 +208,50 @@ fn threads_default_to_every_core() {
         "{opts}"
     );
 }
+
+/// An ONNX LSTM whose initial state is a graph input (silero-vad's h and c): every run
+/// starts from the state given. tract builds it as a streaming Scan that carries its hidden
+/// state over to the next run unless told not to, so the second of two identical runs
+/// came out different (relative L2 0.5 on silero-vad v6 before the fix).
+#[test]
+fn recurrent_state_does_not_leak_between_runs() {
+    use acceval::backend::{self, BackendSpec, LoadOptions};
+    use acceval::model::build::tensor_f32;
+    use acceval::model::tensor::{HostTensor, TensorData};
+    let g = GraphBuilder::new("lstm")
+        .input("x", DataType::FLOAT, &[3, 1, 2])
+        .input("h0", DataType::FLOAT, &[1, 1, 4])
+        .input("c0", DataType::FLOAT, &[1, 1, 4])
+        .init(tensor_f32("W", &[1, 16, 2], 1))
+        .init(tensor_f32("R", &[1, 16, 4], 2))
+        .node(node(
+            "LSTM",
+            &["x", "W", "R", "", "", "h0", "c0"],
+            &["y", "hn", "cn"],
+            vec![acceval::model::build::attr(
+                "hidden_size",
+                acceval::model::build::Attr::Int(4),
+            )],
+        ))
+        .output("y", DataType::FLOAT, &[3, 1, 1, 4])
+        .output("hn", DataType::FLOAT, &[1, 1, 4])
+        .output("cn", DataType::FLOAT, &[1, 1, 4]);
+    let w = common::write(g, 14);
+    let spec: BackendSpec = "cpu".parse().unwrap();
+    let mut s = backend::load(&w.path, &spec, &LoadOptions::default()).expect("load");
+    let t = |name: &str, shape: &[usize], v: f32| HostTensor {
+        name: name.into(),
+        data: TensorData::F32(ndarray::ArrayD::from_elem(shape, v)),
+    };
+    let inputs = [t("x", &[3, 1, 2], 0.5), t("h0", &[1, 1, 4], 0.2), t("c0", &[1, 1, 4], -0.1)];
+    let first = s.run(&inputs).expect("run 1");
+    let second = s.run(&inputs).expect("run 2");
+    for (a, b) in first.iter().zip(&second) {
+        let (TensorData::F32(a), TensorData::F32(b)) = (&a.data, &b.data) else {
+            panic!("FP32 outputs")
+        };
+        assert_eq!(a, b, "output '{}' changed between identical runs", first[0].name);
+    }
+    let opts = &s.info().options;
+    assert!(opts.contains_key("recurrent_state"), "{opts:?}");
+}

@@ -386,6 +386,16 @@ fn convert(
         },
         Err(e) => return Err(e),
     };
+    let mut typed = typed;
+    let recurrent = stateless(&mut typed);
+    if recurrent > 0 {
+        notes.push((
+            "recurrent_state".to_string(),
+            format!(
+                "{recurrent} recurrent node(s) (LSTM/GRU/RNN/Scan) start every run from the state the graph gives (ONNX semantics); tract would otherwise carry their hidden state over from the previous run"
+            ),
+        ));
+    }
     let typed = match kind {
         Kind::Cpu => {
             let (typed, fp16) = widen_fp16(typed).map_err(|e| format!("{e:#}"))?;
@@ -422,6 +432,25 @@ fn parse_and_type(
     m.into_typed()
         .and_then(|t| t.into_decluttered())
         .map_err(|e| format!("{e:#}"))
+}
+
+/// Makes every recurrent node of `model` (and of the bodies it holds) start each run from
+/// its initial-state input, as ONNX defines a run. tract builds ONNX's LSTM/GRU/RNN/Scan
+/// as streaming nodes whose hidden state persists from one run to the next, so a second
+/// inference with the same inputs would give other outputs. Returns how many it changed.
+fn stateless(model: &mut TypedModel) -> usize {
+    use tract_onnx::tract_core::ops::{gru_seq::GruSeq, scan::Scan};
+    let mut n = 0;
+    for node in model.nodes_mut() {
+        if let Some(scan) = node.op_as_mut::<Scan>() {
+            scan.reset_every_turn = true;
+            n += 1 + stateless(&mut scan.body);
+        } else if let Some(gru) = node.op_as_mut::<GruSeq>() {
+            gru.reset_every_turn = true;
+            n += 1;
+        }
+    }
+    n
 }
 
 /// FP16 storage, FP32 compute where tract has no native FP16 arithmetic for this CPU:
