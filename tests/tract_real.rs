@@ -243,14 +243,22 @@ fn recurrent_state_does_not_leak_between_runs() {
         name: name.into(),
         data: TensorData::F32(ndarray::ArrayD::from_elem(shape, v)),
     };
-    let inputs = [t("x", &[3, 1, 2], 0.5), t("h0", &[1, 1, 4], 0.2), t("c0", &[1, 1, 4], -0.1)];
+    let inputs = [
+        t("x", &[3, 1, 2], 0.5),
+        t("h0", &[1, 1, 4], 0.2),
+        t("c0", &[1, 1, 4], -0.1),
+    ];
     let first = s.run(&inputs).expect("run 1");
     let second = s.run(&inputs).expect("run 2");
     for (a, b) in first.iter().zip(&second) {
         let (TensorData::F32(a), TensorData::F32(b)) = (&a.data, &b.data) else {
             panic!("FP32 outputs")
         };
-        assert_eq!(a, b, "output '{}' changed between identical runs", first[0].name);
+        assert_eq!(
+            a, b,
+            "output '{}' changed between identical runs",
+            first[0].name
+        );
     }
     let opts = &s.info().options;
     assert!(opts.contains_key("recurrent_state"), "{opts:?}");

@@ -18,6 +18,8 @@ use std::time::Instant;
 
 use tract_onnx::prelude::multithread::Executor;
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::ElementWiseMiniOp;
+use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::transform::ModelTransform;
 
 use super::{
@@ -396,6 +398,17 @@ fn convert(
             ),
         ));
     }
+    if kind == Kind::Cpu {
+        let exact = exact_output_sigmoids(&mut typed);
+        if exact > 0 {
+            notes.push((
+                "sigmoid".to_string(),
+                format!(
+                    "{exact} Sigmoid node(s) whose values are model outputs computed as 1/(1+exp(−x)) in FP32; tract's fast Sigmoid (kept everywhere else) bottoms out at 4.5e-7 below x = −14.6, which a probability output shows"
+                ),
+            ));
+        }
+    }
     let typed = match kind {
         Kind::Cpu => {
             let (typed, fp16) = widen_fp16(typed).map_err(|e| format!("{e:#}"))?;
@@ -451,6 +464,80 @@ fn stateless(model: &mut TypedModel) -> usize {
         }
     }
     n
+}
+
+/// Sigmoid computed as 1/(1+exp(−x)) (FP32 `exp`), accurate down to the smallest
+/// probabilities.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ExactSigmoid;
+
+impl ElementWiseMiniOp for ExactSigmoid {
+    fn name(&self) -> String {
+        "ExactSigmoid".into()
+    }
+    fn eval_in_place(&self, t: &mut Tensor, _out_dt: Option<DatumType>) -> TractResult<()> {
+        let sig = |x: f32| 1.0 / (1.0 + (-x).exp());
+        let dt = t.datum_type();
+        let mut plain = t.try_as_plain_ram_mut()?;
+        if dt == f32::datum_type() {
+            plain
+                .as_slice_mut::<f32>()?
+                .iter_mut()
+                .for_each(|x| *x = sig(*x));
+        } else if dt == f16::datum_type() {
+            plain
+                .as_slice_mut::<f16>()?
+                .iter_mut()
+                .for_each(|x| *x = f16::from_f32(sig(x.to_f32())));
+        } else {
+            return Err(anyhow::anyhow!(
+                "ExactSigmoid takes FP32 or FP16, not {dt:?}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Replaces tract's fast Sigmoid by [`ExactSigmoid`] where its values reach a model output
+/// through data movement only (reshapes, transposes, slices, concatenations): there a
+/// probability map's tiny values are read as they are, and tract's approximation floors them
+/// at 4.5e-7 (a text detector's background, e−20 ≈ 2e-9, reads 200× too high). Elsewhere
+/// the next operator absorbs that error. Returns how many nodes it replaced.
+fn exact_output_sigmoids(model: &mut TypedModel) -> usize {
+    use tract_onnx::tract_core::ops::array::{Slice, TypedConcat};
+    use tract_onnx::tract_core::ops::change_axes::AxisOp;
+    use tract_onnx::tract_core::ops::identity::Identity;
+    use tract_onnx::tract_core::ops::nn::Sigmoid;
+    let Ok(outputs) = model.output_outlets().map(|o| o.to_vec()) else {
+        return 0;
+    };
+    let mut stack: Vec<usize> = outputs.iter().map(|o| o.node).collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut found = Vec::new();
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let node = model.node(id);
+        let is_sigmoid = node
+            .op_as::<ElementWiseOp>()
+            .is_some_and(|e| e.0.downcast_ref::<Sigmoid>().is_some());
+        if is_sigmoid {
+            found.push(id);
+        } else if node.op_is::<AxisOp>()
+            || node.op_is::<TypedConcat>()
+            || node.op_is::<Slice>()
+            || node.op_is::<Identity>()
+        {
+            stack.extend(node.inputs.iter().map(|i| i.node));
+        }
+    }
+    for &id in &found {
+        let node = model.node_mut(id);
+        let dt = node.op_as::<ElementWiseOp>().and_then(|e| e.1);
+        node.op = Box::new(ElementWiseOp(Box::new(ExactSigmoid), dt));
+    }
+    found.len()
 }
 
 /// FP16 storage, FP32 compute where tract has no native FP16 arithmetic for this CPU:
