@@ -1,5 +1,5 @@
-//! Per-node profile of a model on tract, loaded the way acceval's `cpu` backend loads it
-//! (value_info left out, inputs pinned, `into_optimized`, a rayon pool of `--threads`).
+//! Per-node profile of a model on tract, loaded exactly as acceval's `cpu` backend loads it
+//! (`acceval::backend::tract::cpu_graph`), on a rayon pool of `--threads`.
 //! A developer's tool for finding what dominates tract's forward time:
 //!
 //!     cargo run --release --example tract_profile -- MODEL.onnx [--shape NAME:1x3x640x640]
@@ -33,13 +33,16 @@ fn args() -> TractResult<Args> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(x) = it.next() {
-        let mut val = || it.next().ok_or_else(|| format_err!("{x} needs a value"));
+        let mut val = || {
+            it.next()
+                .ok_or_else(|| anyhow::anyhow!("{x} needs a value"))
+        };
         match x.as_str() {
             "--shape" => {
                 let v = val()?;
                 let (n, s) = v
                     .rsplit_once(':')
-                    .ok_or_else(|| format_err!("NAME:SHAPE"))?;
+                    .ok_or_else(|| anyhow::anyhow!("NAME:SHAPE"))?;
                 let dims = s.split('x').map(|d| d.parse()).collect::<Result<_, _>>()?;
                 a.shapes.push((n.to_string(), dims));
             }
@@ -50,30 +53,20 @@ fn args() -> TractResult<Args> {
         }
     }
     if a.model.is_empty() {
-        bail!("usage: tract_profile MODEL.onnx [--shape NAME:DxD] [--threads N] [--runs N]");
+        anyhow::bail!(
+            "usage: tract_profile MODEL.onnx [--shape NAME:DxD] [--threads N] [--runs N]"
+        );
     }
     Ok(a)
 }
 
 fn main() -> TractResult<()> {
     let a = args()?;
-    let mut m = tract_onnx::onnx()
-        .with_ignore_value_info(true)
-        .model_for_path(&a.model)?;
-    for (ix, outlet) in m.input_outlets()?.to_vec().iter().enumerate() {
-        let name = m.node(outlet.node).name.clone();
-        if let Some((_, s)) = a.shapes.iter().find(|(n, _)| *n == name) {
-            let dt = m
-                .outlet_fact(*outlet)?
-                .datum_type()
-                .unwrap_or(f32::datum_type());
-            m.set_input_fact(ix, InferenceFact::dt_shape(dt, s.as_slice()))?;
-        }
-    }
     let t = Instant::now();
-    let typed = m.into_optimized()?;
+    let typed = acceval::backend::tract::cpu_graph(std::path::Path::new(&a.model), &a.shapes)
+        .map_err(|e| anyhow::anyhow!(e))?;
     eprintln!(
-        "optimised in {:.1} ms, {} nodes",
+        "loaded and optimised as the cpu backend does in {:.1} ms, {} nodes",
         t.elapsed().as_secs_f64() * 1e3,
         typed.nodes().len()
     );

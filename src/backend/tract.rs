@@ -224,6 +224,21 @@ impl Backend for TractBackend {
     }
 }
 
+/// The optimised tract graph the `cpu` backend would run for `model` at `input_shapes`,
+/// for tools that look inside it (examples/tract_profile.rs times it node by node).
+pub fn cpu_graph(
+    model: &Path,
+    input_shapes: &[(String, Vec<usize>)],
+) -> Result<TypedModel, String> {
+    let io = ModelIo::read(model)?;
+    let opts = LoadOptions {
+        input_shapes: input_shapes.to_vec(),
+        ..Default::default()
+    };
+    let pinned = io.pinned_shapes(&opts)?;
+    Ok(convert(model, Kind::Cpu, &io, &pinned)?.typed)
+}
+
 impl TractBackend {
     /// Refuses what this backend cannot be asked for: providers, a second CPU, a CUDA
     /// runtime that cannot start.
@@ -415,7 +430,18 @@ fn convert(
             if let Some(note) = fp16 {
                 notes.push(("fp16".into(), note));
             }
-            typed.into_optimized()
+            typed.into_optimized().and_then(|mut t| {
+                let n = softmax_on_last_axis(&mut t)?;
+                if n > 0 {
+                    notes.push((
+                        "softmax".into(),
+                        format!(
+                            "{n} Softmax node(s) over an inner axis run on a transposed copy with the axis last: tract's strided Softmax costs ~1 µs per element (64 % of yolov8n-line's forward time)"
+                        ),
+                    ));
+                }
+                Ok(t)
+            })
         }
         Kind::Cuda => Ok(typed),
     }
@@ -464,6 +490,53 @@ fn stateless(model: &mut TypedModel) -> usize {
         }
     }
     n
+}
+
+/// Moves the axis of every Softmax that is not over the innermost axis last (a transpose
+/// before and after), so tract takes its contiguous-row kernel instead of its strided path,
+/// which walks the tensor one row at a time through ndarray views: YOLOv8's DFL head, a
+/// Softmax over 16 bins on axis 1 of [4, 16, 8400], took 590 ms of a 930 ms forward pass.
+/// Runs on the optimised graph, where no later pass folds the transposes back. Returns how
+/// many nodes it changed.
+fn softmax_on_last_axis(model: &mut TypedModel) -> TractResult<usize> {
+    use tract_onnx::tract_core::internal::TypedModelPatch;
+    use tract_onnx::tract_core::ops::change_axes::AxisOp;
+    use tract_onnx::tract_core::ops::nn::Softmax;
+    let mut n = 0;
+    for id in model.eval_order()? {
+        let node = model.node(id);
+        let Some(sm) = node.op_as::<Softmax>() else {
+            continue;
+        };
+        let fact = model.outlet_fact(node.inputs[0])?;
+        let rank = fact.rank();
+        let float = fact.datum_type == f32::datum_type() || fact.datum_type == f16::datum_type();
+        if sm.axes.len() != 1 || sm.axes[0] + 1 == rank || !float {
+            continue;
+        }
+        let axis = sm.axes[0];
+        let last = Softmax {
+            axes: tvec![rank - 1],
+            ..sm.clone()
+        };
+        let mut patch = TypedModelPatch::default();
+        let x = patch.tap_model(model, node.inputs[0])?;
+        let x = patch.wire_node(
+            format!("{}.axis-last", node.name),
+            AxisOp::Move(axis, rank - 1),
+            &[x],
+        )?;
+        let y = patch.wire_node(format!("{}.last", node.name), last, &x)?;
+        let y = patch.wire_node(
+            format!("{}.axis-back", node.name),
+            AxisOp::Move(rank - 1, axis),
+            &y,
+        )?;
+        patch.shunt_outside(model, OutletId::new(id, 0), y[0])?;
+        patch.apply(model)?;
+        n += 1;
+    }
+    Ok(n)
 }
 
 /// Sigmoid computed as 1/(1+exp(−x)) (FP32 `exp`), accurate down to the smallest
