@@ -399,9 +399,9 @@ fn convert(
                 ));
                 t
             }
-            Err(_) => return Err(e),
+            Err(_) => return Err(explain(e)),
         },
-        Err(e) => return Err(e),
+        Err(e) => return Err(explain(e)),
     };
     let mut typed = typed;
     let recurrent = stateless(&mut typed);
@@ -447,6 +447,18 @@ fn convert(
     }
     .map_err(|e| format!("{e:#}"))?;
     Ok(Converted { typed, notes })
+}
+
+/// What tract cannot do, said beside its message: an `If` whose condition is only known at
+/// run time has both branches analysed and typed at load.
+fn explain(e: String) -> String {
+    if e.contains("\" If") || e.contains("IfThenElse") {
+        format!(
+            "{e} — tract limitation (operator If): the condition depends on a run-time value, so tract analyses and types both branches at load and needs both to be valid at these input shapes with outputs of one shape; ONNX Runtime runs only the branch taken (use --backend ort:cpu, or a model with the branch for your input)"
+        )
+    } else {
+        e
+    }
 }
 
 /// tract's parse, input facts and typing (decluttered).
