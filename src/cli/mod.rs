@@ -267,7 +267,7 @@ pub struct ReferenceArgs {
     /// cross-checks it.
     #[arg(long, default_value = "cpu", value_name = "BACKEND")]
     pub backend: BackendSpec,
-    /// Intra-op threads (ONNX Runtime; tract runs on one thread).
+    /// Threads: tract's kernel pool (default: every core) or ONNX Runtime's intra-op threads.
     #[arg(long)]
     pub threads: Option<usize>,
     /// The inputs: a folder of images or a CSV series (pre-processed by the task pipeline),
@@ -401,7 +401,7 @@ pub struct BackendArgs {
     /// ort:tensorrt, ort:cann, ort:openvino, ..., cuda (tract's CUDA runtime). See `acceval devices`.
     #[arg(long, default_value = "cpu", value_name = "BACKEND")]
     pub backend: BackendSpec,
-    /// Intra-op threads (ONNX Runtime; tract runs on one thread).
+    /// Threads: tract's kernel pool (default: every core) or ONNX Runtime's intra-op threads.
     #[arg(long)]
     pub threads: Option<usize>,
     /// ONNX Runtime graph optimisation level [default: all].

@@ -69,6 +69,7 @@ impl BenchArgs {
             peak_power: self.peak_power,
             telemetry: self.telemetry.settings(),
             detect: self.detect.params(),
+            peak_gflops: None,
         })
     }
 }

@@ -53,7 +53,9 @@ fn value_spec(i: &crate::model::onnx::ValueInfoProto) -> InputSpec {
                 s.dim
                     .iter()
                     .map(|d| match (&d.dim_value, &d.dim_param) {
-                        (Some(v), _) => Dim::Known(*v),
+                        // A declared dim <= 0 (Paddle's -1) is dynamic, as ONNX Runtime reads it.
+                        (Some(v), _) if *v > 0 => Dim::Known(*v),
+                        (Some(v), _) => Dim::Sym(v.to_string()),
                         (None, Some(p)) => Dim::Sym(p.clone()),
                         _ => Dim::Sym("?".into()),
                     })

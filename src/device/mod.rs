@@ -8,6 +8,7 @@
 
 pub mod ascend;
 pub mod nvidia;
+pub mod peak;
 pub mod telemetry;
 
 pub use crate::report::schema::devices::{

@@ -331,6 +331,9 @@ impl Profile {
                 format!("'{}' is not pipeline or model-only", self.speed.mode),
             ));
         }
+        if let Some(g) = self.speed.peak_gflops {
+            c.range("speed", "peak_gflops", g, 0.0, 1e9, false)?;
+        }
         let mut prev: Option<(&str, &SpeedLevel)> = None;
         for l in ["C1", "C2", "C3", "C4"] {
             let table = format!("speed.levels.{l}");

@@ -368,6 +368,7 @@ pub fn speed_settings(
             sample_ms: p.policy.sample_ms,
             ptd,
         },
+        peak_gflops: p.speed.peak_gflops,
         ..BenchSettings::new(model, backend)
     }
 }
@@ -559,6 +560,7 @@ fn speed_result(p: &Profile, e: &Evidence) -> Option<SpeedResult> {
         meets: profile::speed_meets(level, p.speed.required)
             && s.validity.result == crate::report::schema::Verdict::Valid,
         thresholds: p.speed.levels.clone(),
+        compute: s.compute.clone(),
         bench: s.clone(),
         latencies_ms: s.raw.iter().map(|x| x.total_ms).collect(),
         telemetry_timeline: timeline,

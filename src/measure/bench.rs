@@ -24,8 +24,8 @@ use crate::measure::stats::{Summary, percentile_support};
 use crate::model::InputShape;
 use crate::model::tensor::{HostTensor, TensorData};
 pub use crate::report::schema::bench::{
-    BatchPoint, BenchMode, BenchReport, ColdStart, Figure, InputsInfo, PeakPower, PeakStep,
-    StageReport,
+    BatchPoint, BenchMode, BenchReport, ColdStart, ComputeRate, Figure, InputsInfo, PeakPower,
+    PeakStep, StageReport,
 };
 use crate::task::detect::DetectParams;
 use crate::task::{Task, TaskSpec};
@@ -86,6 +86,9 @@ pub struct BenchSettings {
     pub peak_power: bool,
     pub telemetry: TelemetrySettings,
     pub detect: DetectParams,
+    /// The accelerator's peak, GFLOP/s, where acceval cannot measure it (a profile's
+    /// `[speed] peak_gflops`, for an NPU).
+    pub peak_gflops: Option<f64>,
 }
 
 impl BenchSettings {
@@ -104,6 +107,7 @@ impl BenchSettings {
             peak_power: false,
             telemetry: TelemetrySettings::default(),
             detect: DetectParams::default(),
+            peak_gflops: None,
         }
     }
 }
@@ -449,6 +453,9 @@ pub fn measure(
         recording,
         sensor_status,
     })?;
+    if report.complete {
+        report.compute = Some(compute_rate(s, &model, &shapes, &report));
+    }
 
     // Offline throughput over batch sizes (model only, dynamic batch).
     if (!s.batch.is_empty() || s.peak_power) && report.complete {
@@ -613,6 +620,7 @@ fn summarise(x: SummaryInput) -> anyhow::Result<BenchReport> {
         batch_sweep: Vec::new(),
         peak_power: None,
         telemetry,
+        compute: None,
         samples: m.samples.len(),
         wall_s: m.wall_s,
         complete: !m.interrupted && m.error.is_none(),
@@ -624,6 +632,70 @@ fn summarise(x: SummaryInput) -> anyhow::Result<BenchReport> {
         stage_names: x.stage_names.iter().map(|s| s.to_string()).collect(),
         recording: x.recording,
     })
+}
+
+const COMPUTE_DEF: &str = "achieved = the model's FLOPs for one forward pass at the measured input shapes (acceval inspect: 2 × MACs + other ops) / the median (P50) forward time; share = achieved / the device's FP32 peak";
+
+/// Achieved GFLOP/s of the forward pass, and its share of the device's peak.
+fn compute_rate(
+    s: &BenchSettings,
+    model: &Path,
+    shapes: &[(String, Vec<usize>)],
+    report: &BenchReport,
+) -> ComputeRate {
+    let overrides: Vec<InputShape> = shapes
+        .iter()
+        .map(|(n, d)| InputShape {
+            name: n.clone(),
+            dims: d.iter().map(|&x| x as i64).collect(),
+        })
+        .collect();
+    // The declared shapes when the measured ones are refused (a model declaring -1).
+    let analysis =
+        crate::model::analyse(model, &overrides).or_else(|_| crate::model::analyse(model, &[]));
+    let (flops, lower_bound, mut note) = match analysis {
+        Ok(a) => (
+            a.flops.filter(|&f| f > 0),
+            a.lower_bound,
+            a.macs_unavailable.clone(),
+        ),
+        Err(e) => (
+            None,
+            false,
+            Some(format!("the model's FLOPs are unknown: {e}")),
+        ),
+    };
+    let forward_p50_ms = report
+        .stages
+        .get("forward")
+        .and_then(|st| st.latency_ms.as_ref())
+        .map(|l| l.p50);
+    let achieved = match (flops, forward_p50_ms) {
+        (Some(f), Some(ms)) if ms > 0.0 => Some(f as f64 / (ms / 1e3) / 1e9),
+        _ => None,
+    };
+    if flops.is_none() && note.is_none() {
+        note = Some("inspect counted no FLOPs for this model".into());
+    }
+    let threads = s
+        .backend
+        .threads
+        .unwrap_or_else(crate::backend::tract::all_cores);
+    let peak = crate::device::peak::for_backend(&s.backend.spec, threads, s.peak_gflops);
+    let share_of_peak_pct = match (achieved, peak.gflop_per_s) {
+        (Some(a), Some(p)) if p > 0.0 => Some(100.0 * a / p),
+        _ => None,
+    };
+    ComputeRate {
+        model_flops: flops,
+        flops_lower_bound: lower_bound,
+        forward_p50_ms,
+        achieved_gflop_per_s: achieved,
+        peak,
+        share_of_peak_pct,
+        definition: COMPUTE_DEF.into(),
+        note,
+    }
 }
 
 /// What a batch point needs.

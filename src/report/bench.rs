@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use crate::report::export::{Document, Table};
-use crate::report::schema::bench::BenchReport;
+use crate::report::schema::bench::{BenchReport, ComputeRate};
 use crate::report::schema::stats::Summary;
 use crate::report::schema::telemetry::Recording;
 
@@ -121,7 +121,45 @@ fn latency(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
         opt(r.throughput.value, "1/s"),
         r.throughput.definition
     )?;
+    if let Some(c) = &r.compute {
+        writeln!(o, "Compute:  {}", compute_line(c))?;
+        match (&c.peak.gflop_per_s, &c.peak.unavailable) {
+            (Some(_), _) => writeln!(o, "Peak:     {}: {}", c.peak.device, c.peak.method)?,
+            (None, Some(why)) => writeln!(o, "Peak:     n/a: {why}")?,
+            _ => {}
+        }
+    }
     Ok(())
+}
+
+/// One line of physical context for a speed figure: the forward pass's achieved GFLOP/s
+/// and its share of the device's peak (bench's view and the grade report's speed section).
+pub fn compute_line(c: &ComputeRate) -> String {
+    let lb = if c.flops_lower_bound { "≥ " } else { "" };
+    let achieved = match (c.model_flops, c.forward_p50_ms, c.achieved_gflop_per_s) {
+        (Some(f), Some(ms), Some(g)) => format!(
+            "{lb}{g:.1} GFLOP/s achieved ({lb}{:.3} GFLOPs per forward pass / {ms:.3} ms P50 forward)",
+            f as f64 / 1e9
+        ),
+        _ => format!(
+            "n/a: {}",
+            c.note
+                .as_deref()
+                .unwrap_or("the forward time or the FLOPs are missing")
+        ),
+    };
+    let share = match (c.share_of_peak_pct, c.peak.gflop_per_s) {
+        (Some(pct), Some(p)) => format!(
+            " = {lb}{pct:.1} % of the {p:.1} GFLOP/s peak of {}",
+            c.peak.device
+        ),
+        (None, Some(p)) => format!(" (peak of {}: {p:.1} GFLOP/s)", c.peak.device),
+        _ => format!(
+            "; % of peak n/a: {}",
+            c.peak.unavailable.as_deref().unwrap_or("no peak")
+        ),
+    };
+    format!("{achieved}{share}")
 }
 
 /// The offline batch sweep, when one ran.

@@ -405,6 +405,18 @@ fn speed(r: &GradeReport, b: &mut Vec<Block>) {
         bench.validity.result,
         rules.join("; ")
     )));
+    if let Some(c) = sp.compute.as_ref().or(bench.compute.as_ref()) {
+        b.push(Block::Para(format!(
+            "Compute: {}. {}{}.",
+            crate::report::bench::compute_line(c),
+            c.definition,
+            if c.peak.method.is_empty() {
+                String::new()
+            } else {
+                format!("; peak: {}", c.peak.method)
+            }
+        )));
+    }
     let mut t = Table::new(&["level", "max latency (ms)", "min FPS"]);
     for l in ["C1", "C2", "C3", "C4"] {
         let x = sp.thresholds.get(l);

@@ -147,6 +147,10 @@ pub struct BenchReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_power: Option<PeakPower>,
     pub telemetry: Option<TelemetrySummary>,
+    /// The forward pass's achieved arithmetic rate and its share of the device's peak
+    /// (absent in reports written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputeRate>,
     pub samples: usize,
     pub wall_s: f64,
     /// False when the run was interrupted or a sample failed; `error` says which.
@@ -159,6 +163,41 @@ pub struct BenchReport {
     pub stage_names: Vec<String>,
     #[serde(skip)]
     pub recording: Option<Recording>,
+}
+
+/// The peak arithmetic rate of a device (FP32), and how it was obtained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Peak {
+    /// GFLOP/s (10^9 floating-point operations per second); null when unknown.
+    pub gflop_per_s: Option<f64>,
+    /// What it is the peak of, e.g. `CPU, 2 threads`, `GPU 0 NVIDIA H100`.
+    pub device: String,
+    /// How it was measured or computed.
+    pub method: String,
+    /// Why there is no figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// Achieved GFLOP/s of the forward pass: the model's FLOPs (`acceval inspect`) over the
+/// forward time, beside the device's peak.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ComputeRate {
+    /// FLOPs of one forward pass at the measured input shapes (2 × MACs + other ops).
+    pub model_flops: Option<u64>,
+    /// True when some nodes could not be counted: the FLOPs and the rate are lower bounds.
+    pub flops_lower_bound: bool,
+    /// The forward time the rate is computed from: the median (P50), ms.
+    pub forward_p50_ms: Option<f64>,
+    /// model_flops / forward_p50, GFLOP/s.
+    pub achieved_gflop_per_s: Option<f64>,
+    pub peak: Peak,
+    /// achieved / peak, %.
+    pub share_of_peak_pct: Option<f64>,
+    pub definition: String,
+    /// Why a figure is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One step of the peak-power sweep.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Verdict;
 use super::accuracy::AccuracyReport;
-use super::bench::BenchReport;
+use super::bench::{BenchReport, ComputeRate};
 use super::devices::Devices;
 use super::llm::LlmReport;
 use super::profile::{Profile, SpeedLevel};
@@ -150,6 +150,9 @@ pub struct SpeedResult {
     pub required: Level,
     pub meets: bool,
     pub thresholds: BTreeMap<String, SpeedLevel>,
+    /// The forward pass's achieved GFLOP/s and share of the device's peak (also in `bench`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputeRate>,
     pub bench: BenchReport,
     /// Every end-to-end sample, ms.
     pub latencies_ms: Vec<f64>,

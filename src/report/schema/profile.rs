@@ -88,6 +88,10 @@ pub struct SpeedSection {
     pub mode: String,
     /// The profile's thresholds: `C1` .. `C4`.
     pub levels: BTreeMap<String, SpeedLevel>,
+    /// The accelerator's FP32 peak, GFLOP/s, as its vendor states it: the denominator of
+    /// the speed stage's share of peak where acceval cannot measure one (an NPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_gflops: Option<f64>,
 }
 
 /// §7.2.5: the highest QPS within a latency bound, measured open loop against `acceval
