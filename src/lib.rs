@@ -21,6 +21,7 @@ pub mod report;
 pub mod server;
 pub mod standard;
 pub mod task;
+pub mod train;
 pub mod util;
 pub mod zoo;
 
@@ -58,6 +59,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Serve(args) => commands::serve::run(args),
         cli::Command::Qps(args) => load::qps::run(args),
         cli::Command::Llm(args) => llm::run::run(args),
+        cli::Command::Train(args) => commands::train::run(args),
         cli::Command::Verify { dir } => commands::verify::run(&dir),
         cli::Command::Report { dir, format } => commands::report::run(&dir, &format),
         cli::Command::Profile { command } => commands::profile::run(command),

@@ -18,6 +18,7 @@ pub mod run;
 pub mod session;
 pub mod stats;
 pub mod telemetry;
+pub mod train;
 mod vocab;
 
 pub use vocab::*;
@@ -48,6 +49,7 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
             schema_for!(conformance::ConformanceReport),
         ),
         ("profile.schema.json", schema_for!(profile::Profile)),
+        ("train.schema.json", schema_for!(train::TrainReport)),
     ]
 }
 
