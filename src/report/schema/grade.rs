@@ -187,6 +187,9 @@ pub struct GradeReport {
     pub speed: Option<SpeedResult>,
     pub qps: Option<serde_json::Value>,
     pub llm: Option<serde_json::Value>,
+    /// The `[train]` stage's result (§7.1, optional).
+    #[serde(default)]
+    pub train: Option<super::train::TrainReport>,
     pub decisions: Vec<Decision>,
 }
 
