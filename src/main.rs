@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    acceval::util::isolate::install_hook();
     let cli = acceval::cli::Cli::parse();
     match acceval::run(cli) {
         Ok(outcome) => ExitCode::from(outcome.exit_code()),

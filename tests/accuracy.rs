@@ -347,7 +347,8 @@ fn bad_references_name_the_file() {
 }
 
 /// The committed references reproduce, and the zoo's FP16 and INT8 variants land where the
-/// README says: all C4, with the FP32 model itself at ~0.
+/// docs say: all C4, with the FP32 model itself at ~0 — a PASS only where null outputs
+/// would fail.
 #[test]
 fn zoo_variants_land_in_their_levels() {
     let ort = ort_available();
@@ -370,14 +371,35 @@ fn zoo_variants_land_in_their_levels() {
                 "C4",
                 "--json",
             ]);
-            assert_eq!(code, 0, "{m} on {b}: {err}");
             let r = json(&out);
             let mse = r["mse"].as_f64().unwrap();
             eprintln!("{m} on {b}: MSE {mse:.4e}, {}", r["agreement_text"]);
             assert!(mse >= *lo && mse < *hi, "{m} on {b}: MSE {mse}");
             assert_eq!(r["level"], "C4");
-            assert_eq!(r["verdict"], "PASS");
             assert_eq!(r["complete"], true);
+            // PASS only when no null output (zeros, a constant, another input's reference)
+            // would pass too; otherwise the grade is INVALID and exits 1.
+            let d = &r["discrimination"];
+            if d["discriminating"] == true {
+                assert_eq!(
+                    (code, r["verdict"].as_str()),
+                    (0, Some("PASS")),
+                    "{m} on {b}: {err}"
+                );
+            } else {
+                assert_eq!(
+                    (code, r["verdict"].as_str()),
+                    (1, Some("INVALID")),
+                    "{m} on {b}: {err}"
+                );
+                assert!(
+                    r["verdict_reason"]
+                        .as_str()
+                        .unwrap()
+                        .contains("cannot tell a broken device from a working one"),
+                    "{r}"
+                );
+            }
         }
     }
     // FP16 MobileNetV2 on ONNX Runtime (tract computes FP16 in software, too slow here):
@@ -441,5 +463,32 @@ print(n, worst)
         );
         assert_eq!(n, 8);
         assert!(worst < 1e-4, "{m}: {worst}");
+    }
+}
+
+/// A device that returns zeros (the mock backend) never passes a zoo model's accuracy
+/// grade at its profile's level: it FAILs, or the grade is INVALID and says why.
+#[test]
+fn zeros_never_pass_a_zoo_grade() {
+    for (m, level) in [("lstm-load-forecast", "C4"), ("mobilenetv2-meter", "C3")] {
+        let (code, out, err) = acceval(&[
+            "accuracy",
+            "--model",
+            m,
+            "--backend",
+            "mock",
+            "--require",
+            level,
+            "--json",
+        ]);
+        assert_eq!(code, 1, "{m} at {level}: {err}");
+        let r = json(&out);
+        let v = r["verdict"].as_str().unwrap();
+        assert!(v == "FAIL" || v == "INVALID", "{m}: {v}");
+        // The zeros null is the mock's own output: its MSE is the device's.
+        let zeros = &r["discrimination"]["nulls"][0];
+        assert_eq!(zeros["kind"], "zeros");
+        let (a, b) = (zeros["mse"].as_f64().unwrap(), r["mse"].as_f64().unwrap());
+        assert!((a - b).abs() <= 1e-12 * a.max(1e-30), "{a} vs {b}");
     }
 }

@@ -2,16 +2,19 @@
 //! exact expected value: the first token after FIRST ms, then one every GAP ms. Each API's
 //! wire format (OpenAI completions and chat, TGI, Triton generate), MindIE's statistics and
 //! files, request rates, and failures (an error event mid-stream, a stream cut without its
-//! end marker, a connection dropped mid-stream, an HTTP error).
+//! end marker, a connection dropped mid-stream, an HTTP error, a line or an error body over
+//! the client's caps); MindIE's sample synthetic configuration when no dataset is given; and
+//! flags out of range rejected with their name (issue 16).
 
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::Duration;
 
+use acceval::report::schema::llm::LlmReport;
 use serde_json::{Value, json};
 
 mod common;
-use common::sse_server::{FIRST_MS, GAP_MS, server};
+use common::sse_server::{FAST_GAP_MS, FIRST_MS, GAP_MS, HUGE_BYTES, server};
 
 fn synthetic(dir: &Path, input: u64, output: u64, count: u64) -> String {
     let p = dir.join("synthetic.json");
@@ -73,6 +76,9 @@ fn every_api_gives_the_timings_the_server_was_built_with() {
             "{api}: {err} {}",
             v["runs"][0]["records"][0]["error"]
         );
+        // The JSON reads back into the typed report.
+        let typed: LlmReport = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(typed.runs[0].records.len(), 6);
         let run = &v["runs"][0];
         assert_eq!(run["total"], 6, "{api}");
         assert_eq!(run["returned"], 6, "{api}");
@@ -189,8 +195,8 @@ fn request_rates_run_once_each() {
             "{rate}: last request sent at {last}"
         );
     }
-    assert!(out.join("rate-20/result_perf.csv").is_file());
-    assert!(out.join("rate-40/requests.csv").is_file());
+    assert!(out.join("result_perf_rate-20.csv").is_file());
+    assert!(out.join("requests_rate-40.csv").is_file());
     // The terminal view: MindIE's two tables.
     let (code, text, err) = common::acceval(&[
         "llm",
@@ -405,4 +411,200 @@ fn ctrl_c_writes_what_was_measured() {
     let saved: Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(saved["runs"][0]["complete"], false);
+}
+
+/// `acceval llm` with no dataset flag runs MindIE's sample synthetic_config.json (input
+/// uniform 1..200, output gaussian mean 100 var 200 clipped to 1..100, 100 requests), says
+/// so on stderr and records it in the report, as MindIE does.
+#[test]
+fn without_dataset_flags_it_runs_mindies_sample_config() {
+    let url = server();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("llm.json");
+    let csv = dir.path().join("common.csv");
+    let (code, text, err) = common::acceval(&[
+        "llm",
+        "--url",
+        &url,
+        "--model",
+        "fast",
+        "--concurrency",
+        "25",
+        "--warmup",
+        "2",
+        "--export-json",
+        json.to_str().unwrap(),
+        "--export-csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("FirstTokenTime"), "{text}");
+    assert!(
+        err.contains("MindIE's sample synthetic_config.json")
+            && err.contains(r#""RequestCount":100"#),
+        "{err}"
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let c = &v["synthetic_config"];
+    assert_eq!(
+        c["Input"],
+        json!({"Method":"uniform","Params":{"MinValue":1,"MaxValue":200}})
+    );
+    assert_eq!(c["Output"]["Method"], "gaussian");
+    assert_eq!(c["RequestCount"], 100);
+    let run = &v["runs"][0];
+    assert_eq!(
+        (run["total"].as_u64(), run["failed"].as_u64()),
+        (Some(100), Some(0))
+    );
+    assert!(stat(run, "GeneratedTokens", "max") <= 100.0);
+    let input = stat(run, "InputTokens", "average");
+    assert!(
+        (50.0..150.0).contains(&input),
+        "InputTokens average {input}"
+    );
+    let dt = stat(run, "DecodeTime", "P75");
+    assert!(dt < FAST_GAP_MS as f64 + 10.0, "DecodeTime P75 {dt}");
+    let common = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        common.starts_with("CurrentTime,TimeElapsed,DataSource,"),
+        "{common}"
+    );
+    assert!(common.contains("the default configuration"), "{common}");
+}
+
+/// Runs `acceval ARGS` with stdout to a file; returns (exit code, stdout, its peak RSS in KiB).
+// The child is reaped by wait4 (for its own rusage), not by Child::wait.
+#[allow(clippy::zombie_processes)]
+fn run_measuring_rss(args: &[&str]) -> (i32, String, i64) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stdout");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acceval"))
+        .args(args)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (
+        code,
+        std::fs::read_to_string(&out).unwrap(),
+        usage.ru_maxrss,
+    )
+}
+
+/// Issue 16: a server that sends a 256 MiB SSE line, or a 256 MiB error body, fails the
+/// request with the reason, and the client does not buffer it (before, a 300 MB line took it
+/// to 631 MB RSS).
+#[test]
+fn what_the_client_buffers_is_capped() {
+    let url = server();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = synthetic(dir.path(), 2, 5, 2);
+    let base = [
+        "llm",
+        "--json",
+        "--warmup",
+        "0",
+        "--url",
+        &url,
+        "--synthetic-config",
+        &cfg,
+    ];
+    let (code, out, rss) = run_measuring_rss(&[&base[..], &["--model", "huge-line"]].concat());
+    assert_eq!(code, 1, "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let run = &v["runs"][0];
+    assert_eq!(
+        run["failures"]["response_too_large"], 2,
+        "{}",
+        run["failures"]
+    );
+    let e = run["records"][0]["error"].as_str().unwrap();
+    assert!(
+        e.contains("over 1048576 bytes") && e.contains("--max-event-bytes"),
+        "{e}"
+    );
+    assert!(
+        rss < (HUGE_BYTES / 1024 / 2) as i64,
+        "peak RSS {rss} KiB against a {HUGE_BYTES}-byte line"
+    );
+    // A smaller cap, and the same line.
+    let (code, out, _) = run_measuring_rss(
+        &[
+            &base[..],
+            &["--model", "huge-line", "--max-event-bytes", "4096"],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let e = v["runs"][0]["records"][0]["error"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.starts_with("response_too_large: ") && e.contains("4096"),
+        "{e}"
+    );
+    // An error body: the status is the failure, the message its start, the rest unread.
+    let (code, out, rss) = run_measuring_rss(&[&base[..], &["--model", "huge-error"]].concat());
+    assert_eq!(code, 1);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let run = &v["runs"][0];
+    assert_eq!(run["failures"]["http_500"], 2, "{}", run["failures"]);
+    assert_eq!(run["returned"], 2);
+    let e = run["records"][0]["error"].as_str().unwrap();
+    assert!(e.contains("not read further"), "{e}");
+    assert!(
+        e.len() < 1000,
+        "the message holds the start of the body only"
+    );
+    assert!(rss < (HUGE_BYTES / 1024 / 2) as i64, "peak RSS {rss} KiB");
+}
+
+/// Issue 16: durations, counts, rates and sizes out of range (negative, NaN, infinite,
+/// absurd) are rejected before anything runs, with one message naming the flag, the value
+/// and the range; none panics.
+#[test]
+fn bad_numbers_are_rejected_naming_the_flag() {
+    let cases = [
+        ("--timeout=-1", "--timeout -1: seconds in (0, 86400]"),
+        ("--timeout=inf", "--timeout inf: seconds in (0, 86400]"),
+        ("--timeout=NaN", "--timeout NaN: seconds in (0, 86400]"),
+        ("--timeout=1e300", "--timeout 1e300: seconds in (0, 86400]"),
+        ("--timeout=0", "--timeout 0: seconds in (0, 86400]"),
+        (
+            "--concurrency=0",
+            "--concurrency 0: requests in flight in [1, 1000]",
+        ),
+        ("--warmup=1001", "--warmup 1001: requests in [0, 1000]"),
+        ("--request-rate=0", "--request-rate 0: req/s in (0, 10000]"),
+        ("--request-rate=NaN", "--request-rate NaN"),
+        (
+            "--request-count=0",
+            "--request-count 0: requests in [1, 1048576]",
+        ),
+        (
+            "--max-event-bytes=10",
+            "--max-event-bytes 10: bytes in [1024, 4294967296]",
+        ),
+        ("--max-error-bytes=0", "--max-error-bytes 0"),
+        ("--max-connections=0", "--max-connections 0"),
+    ];
+    for (flag, want) in cases {
+        let (code, _, err) =
+            common::acceval(&["llm", "--url", "http://127.0.0.1:9", "--model", "m", flag]);
+        assert_eq!(code, 2, "{flag}: {err}");
+        assert!(err.contains(want), "{flag}: {err}");
+        assert!(!err.contains("panicked"), "{flag}: {err}");
+    }
 }

@@ -7,6 +7,7 @@ use acceval::model::build::{
     value_info,
 };
 use acceval::model::onnx::{DataType, GraphProto};
+use acceval::model::params::TensorSource;
 use acceval::standard::Level;
 use common::*;
 
@@ -51,7 +52,7 @@ fn constant_node_weights_are_parameters() {
         a.params
             .list
             .iter()
-            .filter(|t| t.source == "constant_node")
+            .filter(|t| t.source == TensorSource::ConstantNode)
             .count(),
         2
     );

@@ -2,7 +2,8 @@
 //! the v2 endpoints, bad requests (4xx, the server stays up), dynamic batching, metrics,
 //! graceful shutdown; the load generator's open and closed loops against it; and its fault
 //! handling against servers that fail on purpose (500s, closed connections, stalls, nobody
-//! listening).
+//! listening, a response body over the client's cap); Ctrl-C leaving valid JSON marked
+//! incomplete; flags out of range rejected with their name (issue 16).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -490,9 +491,23 @@ fn qps_finds_the_max_rate_of_acceval_serve() {
         "0.25",
         "--out",
         out.to_str().unwrap(),
+        "--export-json",
+        dir.path().join("e.json").to_str().unwrap(),
+        "--export-csv",
+        dir.path().join("e.csv").to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{err}");
     check_counts(&v);
+    let exported: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("e.json")).unwrap()).unwrap();
+    assert_eq!(exported, v, "--export-json writes what --json prints");
+    let typed: acceval::report::schema::qps::QpsReport =
+        serde_json::from_value(v.clone()).expect("the JSON reads back into the typed report");
+    assert_eq!(typed.steps.len(), v["steps"].as_array().unwrap().len());
+    assert_eq!(
+        std::fs::read(dir.path().join("e.csv")).unwrap(),
+        std::fs::read(out.join("qps_curve.csv")).unwrap()
+    );
     let steps = v["steps"].as_array().unwrap();
     assert!(steps.len() >= 2, "{v}");
     let best = &steps[v["best_step"].as_u64().unwrap() as usize];
@@ -543,7 +558,7 @@ fn qps_finds_the_max_rate_of_acceval_serve() {
     assert!(v["max_qps"].as_f64().unwrap() > 5.0);
 }
 
-/// A server that misbehaves on purpose: `mode` is 500, close, stall.
+/// A server that misbehaves on purpose: `mode` is 500, close, huge (a 256 MiB body), stall.
 fn bad_server(mode: &'static str) -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
@@ -574,6 +589,22 @@ fn bad_server(mode: &'static str) -> String {
                             }
                         }
                         "close" => return,
+                        "huge" => {
+                            // 200 with a 256 MiB body, written until the client hangs up.
+                            let head = format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                                256 << 20
+                            );
+                            let piece = vec![b' '; 64 << 10];
+                            if c.write_all(head.as_bytes()).is_err() {
+                                return;
+                            }
+                            for _ in 0..(256 << 20) / piece.len() {
+                                if c.write_all(&piece).is_err() {
+                                    return;
+                                }
+                            }
+                        }
                         _ => {
                             std::thread::sleep(Duration::from_secs(30));
                             return;
@@ -605,6 +636,7 @@ fn qps_counts_failures_by_kind_and_completes() {
         (bad_server("500"), "http_500"),
         (bad_server("close"), "connection_closed"),
         (bad_server("stall"), "timeout"),
+        (bad_server("huge"), "response_too_large"),
         (dead, "connection_failed"),
     ];
     for (url, kind) in cases {
@@ -628,6 +660,8 @@ fn qps_counts_failures_by_kind_and_completes() {
             "0.5",
             "--slo",
             "p90<=100ms",
+            "--max-response-bytes",
+            "1048576",
         ]);
         assert_eq!(code, 1, "{kind}: exit {code}\n{err}");
         check_counts(&v);
@@ -1138,4 +1172,97 @@ fn qps_verifies_tls_certificates() {
     assert_eq!(code, 0, "{err}\n{v}");
     let _ = mutual.kill();
     let _ = mutual.wait();
+}
+
+/// Ctrl-C during a step: the requests in flight end as interrupted, the JSON on stdout and in
+/// --export-json is whole and marked incomplete, and the exit code is 1, at once.
+#[test]
+fn qps_ctrl_c_leaves_valid_json_marked_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.json");
+    std::fs::write(
+        &body,
+        br#"{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1.0]}]}"#,
+    )
+    .unwrap();
+    let saved = dir.path().join("q.json");
+    let child = Command::new(assert_cmd::cargo::cargo_bin("acceval"))
+        .args([
+            "qps",
+            "--json",
+            "--url",
+            &bad_server("stall"),
+            "--model",
+            "m",
+        ])
+        .args(["--input-file", body.to_str().unwrap(), "--start-rate", "20"])
+        .args(["--step-duration", "20", "--warmup", "0", "--timeout", "1"])
+        .args(["--export-json", saved.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first check times out after 1 s; then the step runs.
+    std::thread::sleep(Duration::from_millis(2000));
+    let t = Instant::now();
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["complete"], false);
+    check_counts(&v);
+    let s = &v["steps"][0];
+    assert_eq!(s["complete"], false);
+    assert_eq!(s["passed"], false);
+    assert!(s["failures"]["interrupted"].as_u64().unwrap() > 0, "{s}");
+    assert_eq!(s["failed_checks"][0]["check"], "interrupted", "{s}");
+    let file: Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    assert_eq!(file, v);
+}
+
+/// Issue 16: `qps --step-duration=inf`, `--warmup=NaN` and the like panicked; every
+/// duration, rate, count and size out of range is now one message naming the flag, the
+/// value and the range.
+#[test]
+fn qps_rejects_bad_numbers_naming_the_flag() {
+    let cases = [
+        (
+            "--step-duration=inf",
+            "--step-duration inf: seconds in (0, 86400]",
+        ),
+        ("--warmup=NaN", "--warmup NaN: seconds in [0, 86400]"),
+        ("--warmup=-1", "--warmup -1: seconds in [0, 86400]"),
+        ("--timeout=1e300", "--timeout 1e300: seconds in (0, 86400]"),
+        ("--timeout=0", "--timeout 0: seconds in (0, 86400]"),
+        ("--max-rate=NaN", "--max-rate NaN: req/s in (0, 10000000]"),
+        ("--start-rate=inf", "--start-rate inf"),
+        (
+            "--error-budget=1",
+            "--error-budget 1: a share of requests in [0, 1)",
+        ),
+        ("--precision=-1", "--precision -1: a share in [0.001, 1]"),
+        (
+            "--max-connections=0",
+            "--max-connections 0: connections in [1, 100000]",
+        ),
+        ("--concurrency=0", "--concurrency 0: clients in [1, 100000]"),
+        (
+            "--max-response-bytes=0",
+            "--max-response-bytes 0: bytes in [1024, 4294967296]",
+        ),
+        ("--max-error-bytes=1", "--max-error-bytes 1"),
+    ];
+    for (flag, want) in cases {
+        let (code, _, err) =
+            common::acceval(&["qps", "--url", "http://127.0.0.1:9", "--model", "m", flag]);
+        assert_eq!(code, 2, "{flag}: {err}");
+        assert!(err.contains(want), "{flag}: {err}");
+        assert!(!err.contains("panicked"), "{flag}: {err}");
+    }
 }

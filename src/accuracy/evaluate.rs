@@ -21,8 +21,8 @@ use crate::model::onnx::OnnxFile;
 use crate::model::tensor::{HostTensor, TensorData};
 use crate::report::schema::Verdict;
 pub use crate::report::schema::accuracy::{
-    AccuracyReport, DEFINITION, InputOutput, InputResult, Nonfinite, OutputResult, PrecisionTable,
-    ReferenceInfo,
+    AccuracyReport, DEFINITION, Independence, InputOutput, InputResult, Nonfinite, OutputResult,
+    PrecisionTable, ReferenceInfo,
 };
 use crate::standard::{self, Level};
 use crate::task::detect::DetectParams;
@@ -194,6 +194,8 @@ struct Pass {
     agreement: Option<Agreement>,
     times: Vec<f64>,
     error: Option<String>,
+    /// The reference outputs of every graded input, for the null baselines.
+    refs: Vec<Vec<TensorData>>,
 }
 
 /// How the model and its reference are laid out.
@@ -224,9 +226,11 @@ fn agreement_of(l: &Layout, outs: &[HostTensor], refs: &[HostTensor]) -> Agreeme
             let r: Vec<f32> = r.iter().copied().collect();
             agreement::detection(&a, &r, classes, l.input_hw, l.det)
         }
-        (Some(Task::Forecasting), _, _) => Agreement::NotApplicable {
-            reason: "regression output, no decision (see max abs error)".into(),
-        },
+        (Some(Task::Forecasting), Some(TensorData::F32(a)), Some(TensorData::F32(r))) => {
+            let a: Vec<f32> = a.iter().copied().collect();
+            let r: Vec<f32> = r.iter().copied().collect();
+            agreement::forecast(&a, &r)
+        }
         (None, _, _) => Agreement::NotApplicable {
             reason: "the task is unknown: pass --task".into(),
         },
@@ -306,6 +310,8 @@ fn grade_input(
             a.max(b)
         }
     });
+    pass.refs
+        .push(rs.outputs.iter().map(|o| o.data.clone()).collect());
     Ok(InputResult {
         source: reference
             .manifest
@@ -438,6 +444,53 @@ fn image_size(specs: &[crate::data::inputs::InputSpec]) -> (u32, u32) {
         .unwrap_or((0, 0))
 }
 
+/// Runs and grades the first `used` reference inputs (`first` already loaded); an error
+/// stops the pass and is kept in it.
+fn grade_all(
+    session: &mut dyn crate::backend::Session,
+    reference: &Reference,
+    layout: &Layout,
+    used: usize,
+    first: crate::accuracy::reference::RefSet,
+) -> Pass {
+    let n_out = layout.output_names.len();
+    let n_in = layout.specs.len();
+    let mut pass = Pass {
+        acc: vec![Accumulator::default(); n_out],
+        decl: vec![(String::new(), Vec::new()); n_out],
+        inputs: Vec::with_capacity(used),
+        nonfinite: Vec::new(),
+        agreement: None,
+        times: Vec::with_capacity(used),
+        error: None,
+        refs: Vec::with_capacity(used),
+    };
+    let mut next = Some(first);
+    for k in 0..used {
+        let set = match next.take() {
+            Some(s) => Ok(s),
+            None => reference
+                .load_set(k, n_in, n_out)
+                .map_err(anyhow::Error::from),
+        };
+        match set.and_then(|rs| grade_input(session, reference, layout, k, rs, &mut pass)) {
+            Ok(r) => {
+                pass.times.push(r.latency_ms);
+                match &mut pass.agreement {
+                    Some(a) => a.merge(&r.agreement),
+                    None => pass.agreement = Some(r.agreement.clone()),
+                }
+                pass.inputs.push(r);
+            }
+            Err(e) => {
+                pass.error = Some(format!("{e:#}"));
+                break;
+            }
+        }
+    }
+    pass
+}
+
 /// Grades `model` on the backend against `reference`. Errors before the first input are
 /// returned; an error during the inputs is recorded in the report (`complete: false`).
 pub fn evaluate(
@@ -486,39 +539,7 @@ pub fn evaluate(
         .map_err(|e| {
             anyhow::Error::from(e).context(format!("running {} on {}", model.display(), b.spec))
         })?;
-    let mut pass = Pass {
-        acc: vec![Accumulator::default(); output_names.len()],
-        decl: vec![(String::new(), Vec::new()); output_names.len()],
-        inputs: Vec::with_capacity(used),
-        nonfinite: Vec::new(),
-        agreement: None,
-        times: Vec::with_capacity(used),
-        error: None,
-    };
-    let mut next = Some(first);
-    for k in 0..used {
-        let set = match next.take() {
-            Some(s) => Ok(s),
-            None => reference
-                .load_set(k, specs.len(), output_names.len())
-                .map_err(anyhow::Error::from),
-        };
-        match set.and_then(|rs| grade_input(session.as_mut(), reference, &layout, k, rs, &mut pass))
-        {
-            Ok(r) => {
-                pass.times.push(r.latency_ms);
-                match &mut pass.agreement {
-                    Some(a) => a.merge(&r.agreement),
-                    None => pass.agreement = Some(r.agreement.clone()),
-                }
-                pass.inputs.push(r);
-            }
-            Err(e) => {
-                pass.error = Some(format!("{e:#}"));
-                break;
-            }
-        }
-    }
+    let mut pass = grade_all(session.as_mut(), reference, &layout, used, first);
     let outputs = outputs_of(layout.output_names, &pass);
     let worst = outputs
         .iter()
@@ -533,7 +554,15 @@ pub fn evaluate(
     } else {
         None
     };
-    let (verdict, verdict_reason) = verdict_of(&pass, opts.required, level, mse, &worst.name);
+    let (mut verdict, mut verdict_reason) =
+        verdict_of(&pass, opts.required, level, mse, &worst.name);
+    let discrimination =
+        crate::accuracy::nulls::discrimination(layout.output_names, &pass.refs, opts.required);
+    if verdict == Some(Verdict::Pass) && discrimination.discriminating == Some(false) {
+        verdict = Some(Verdict::Invalid);
+        verdict_reason = discrimination.reason.clone();
+    }
+    let independence = independence_of(reference, &session.info().engine);
     let agreement = pass.agreement.take().unwrap_or(Agreement::NotApplicable {
         reason: "no input completed".into(),
     });
@@ -562,5 +591,42 @@ pub fn evaluate(
         outputs,
         inputs: pass.inputs,
         nonfinite: pass.nonfinite,
+        discrimination,
+        independence,
     })
+}
+
+/// Whether the reference comes from another engine than `engine` (the one under test), or
+/// was cross-checked against one: otherwise a fault of the engine would be in both.
+pub fn independence_of(reference: &Reference, engine: &str) -> Independence {
+    let Some(m) = &reference.manifest else {
+        return Independence {
+            independent: false,
+            reason: "unknown: the reference folder has no acceval manifest, so nothing says which engine computed it".into(),
+        };
+    };
+    let agreed = m.cross_check.status == "agreed";
+    match (m.engine == engine, agreed) {
+        (false, _) => Independence {
+            independent: true,
+            reason: format!(
+                "computed on {}, not on {engine} (the engine under test)",
+                m.engine
+            ),
+        },
+        (true, true) => Independence {
+            independent: true,
+            reason: format!(
+                "computed on {engine}, the engine under test, and cross-checked against {}",
+                m.cross_check.engine
+            ),
+        },
+        (true, false) => Independence {
+            independent: false,
+            reason: format!(
+                "the reference was computed on {engine}, the engine under test, and not cross-checked ({}): a fault of this engine would be in both; install onnxruntime and recompute it (`acceval reference --model {}`)",
+                m.cross_check.status, m.model
+            ),
+        },
+    }
 }

@@ -6,4 +6,5 @@ pub mod compare;
 pub mod evaluate;
 pub mod inputs;
 pub mod metrics;
+pub mod nulls;
 pub mod reference;

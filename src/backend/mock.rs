@@ -105,7 +105,7 @@ impl Backend for MockBackend {
                     o.name
                 ))
             })?;
-            let data = zeros(o.elem_type, &shape).ok_or_else(|| {
+            let data = zeros(&o.elem_type, &shape).ok_or_else(|| {
                 err(format!(
                     "output '{}' is {}, which the mock cannot fill",
                     o.name, o.elem_type

@@ -8,6 +8,8 @@
 //! and operator placement records (§6.2 f). Leaves measurement policy to `measure`.
 
 pub mod acl;
+pub mod budget;
+pub mod class;
 pub mod mock;
 pub mod ort;
 
@@ -228,7 +230,48 @@ pub fn load(
     spec: &BackendSpec,
     opts: &LoadOptions,
 ) -> Result<Box<dyn Session>, BackendError> {
-    find(&spec.backend)?.load(model, spec, opts)
+    let b = find(&spec.backend)?;
+    let load_err = |reason: String| BackendError::Load {
+        backend: spec.to_string(),
+        model: model.display().to_string(),
+        reason,
+    };
+    budget::check(model, &opts.input_shapes).map_err(load_err)?;
+    let session = crate::util::isolate::guard(|| b.load(model, spec, opts))
+        .map_err(|p| {
+            load_err(format!(
+                "the engine panicked on this model ({p}): the model is probably malformed; `acceval inspect` shows what it declares"
+            ))
+        })??;
+    Ok(Box::new(Guarded(session)))
+}
+
+/// A session whose engine calls cannot take the process down: a panic inside `run` (an
+/// engine's answer to a hostile model) is a run error.
+struct Guarded(Box<dyn Session>);
+
+impl Session for Guarded {
+    fn info(&self) -> &SessionInfo {
+        self.0.info()
+    }
+    fn timings(&self) -> &LoadTimings {
+        self.0.timings()
+    }
+    fn run(&mut self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
+        let backend = self.0.info().backend.clone();
+        crate::util::isolate::guard(|| self.0.run(inputs)).map_err(|p| BackendError::Run {
+            backend,
+            reason: format!(
+                "the engine panicked running this model ({p}): the model or its inputs are probably malformed"
+            ),
+        })?
+    }
+    fn synchronize(&mut self) -> Result<(), BackendError> {
+        self.0.synchronize()
+    }
+    fn placement(&mut self) -> Result<Placement, BackendError> {
+        self.0.placement()
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::backend::{BackendSpec, GraphOpt};
 use crate::measure::bench;
 use crate::model::InputShape;
+use crate::report::schema::qps::{Arrival, LoadMode};
 
 pub mod parse;
 pub mod settings;
@@ -66,10 +67,28 @@ pub enum Command {
     /// utilization per epoch, throughput, power and energy efficiency, for a built-in
     /// workload on candle or a lab's own training script (`--exec -- CMD ARGS...`).
     Train(TrainArgs),
-    /// Check a report folder: every file against manifest.json, report.json against the schema.
+    /// Check a report folder: exactly its files against manifest.json, report.json against
+    /// the schema and its verdict against its clauses, and (with --pubkey) the lab's signature.
     Verify {
         /// The report folder (reports/<time>-<profile>-<backend>).
         dir: PathBuf,
+        /// The lab's public key (`acceval keygen` writes NAME.pub): the report must be signed
+        /// with its private key.
+        #[arg(long, value_name = "FILE")]
+        pubkey: Option<PathBuf>,
+    },
+    /// Sign an existing report folder's manifest.json with a lab's ed25519 private key.
+    Sign {
+        dir: PathBuf,
+        /// The private key (`acceval keygen` writes NAME.key).
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+    },
+    /// Make an ed25519 key pair for signing reports: NAME.key (private) and NAME.pub.
+    Keygen {
+        /// The key's path without extension.
+        #[arg(long, value_name = "NAME")]
+        out: PathBuf,
     },
     /// Render a report folder's views again from its report.json.
     Report {
@@ -126,6 +145,10 @@ pub struct GradeArgs {
     /// The LLM service for the profile's [llm] stage (overrides its url).
     #[arg(long, value_name = "URL")]
     pub llm_url: Option<String>,
+    /// Sign manifest.json with this ed25519 private key (`acceval keygen`); the signature
+    /// goes beside it as manifest.json.sig.
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<PathBuf>,
     /// Print report.json on stdout instead of the clause table.
     #[arg(long)]
     pub json: bool,
@@ -610,21 +633,32 @@ pub struct ServeArgs {
     pub max_body_mb: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoadMode {
-    /// Arrivals at a target rate, independent of responses (LoadGen's Server scenario).
-    Open,
-    /// N clients each sending its next request when the last returns (the draft's jmeter
-    /// threads).
-    Closed,
+/// TLS for the load generators' client (MindIE's CA_CERT, CERT_FILE, KEY_FILE, CRL_FILE).
+#[derive(Debug, Clone, Args)]
+pub struct TlsArgs {
+    /// CA certificate(s) (PEM) the server's certificate must chain to [default: the system's].
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate chain (PEM), for servers that ask for one.
+    #[arg(long, requires = "key", value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, requires = "cert", value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Certificate revocation list(s) (PEM) checked against the server's chain (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub crl: Vec<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arrival {
-    Poisson,
-    Uniform,
+impl TlsArgs {
+    pub fn tls(&self) -> crate::load::client::Tls {
+        crate::load::client::Tls {
+            cacert: self.cacert.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
+            crl: self.crl.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -638,40 +672,40 @@ pub struct QpsArgs {
     pub model: String,
     /// The latency bound(s), e.g. p99<=50ms, avg<=100ms, p90<=20ms,p99<=50ms (avg, p50,
     /// p75, p90, p95, p99, p99.9, max; units us, ms, s).
-    #[arg(long, default_value = "p99<=100ms")]
+    #[arg(long, default_value = crate::load::qps::DEFAULT_SLO)]
     pub slo: String,
-    /// Largest share of failed requests a passing step may have (0.01 = 1 %).
-    #[arg(long, default_value_t = 0.0)]
+    /// Largest share of failed requests a passing step may have (0.01 = 1 %), in [0, 1).
+    #[arg(long, default_value_t = crate::load::qps::DEFAULT_ERROR_BUDGET)]
     pub error_budget: f64,
-    #[arg(long, value_enum, default_value = "open")]
+    #[arg(long, value_enum, default_value_t = LoadMode::Open)]
     pub mode: LoadMode,
     /// Open loop: how arrivals are spaced.
-    #[arg(long, value_enum, default_value = "poisson")]
+    #[arg(long, value_enum, default_value_t = Arrival::Poisson)]
     pub distribution: Arrival,
-    /// Seed of the Poisson arrivals.
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the Poisson arrivals (and of generated inputs).
+    #[arg(long, default_value_t = crate::load::qps::DEFAULT_SEED)]
     pub seed: u64,
     /// Open loop: the first rate tried, req/s [default: half the rate one client reaches].
     #[arg(long)]
     pub start_rate: Option<f64>,
     /// Open loop: the highest rate tried, req/s.
-    #[arg(long, default_value_t = 100000.0)]
+    #[arg(long, default_value_t = crate::load::qps::DEFAULT_MAX_RATE)]
     pub max_rate: f64,
     /// Open loop: stop bisecting when the bracket is narrower than this share (0.05 = 5 %).
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = crate::load::qps::DEFAULT_PRECISION)]
     pub precision: f64,
     /// Closed loop: the concurrency levels to sweep.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32")]
+    #[arg(long, value_delimiter = ',', default_values_t = crate::load::qps::DEFAULT_CONCURRENCY.to_vec())]
     pub concurrency: Vec<usize>,
     /// Seconds each step is measured (after its warm-up); a step also runs until it has the
     /// samples its SLO percentile needs.
-    #[arg(long, default_value_t = 5.0, value_name = "S")]
+    #[arg(long, default_value_t = crate::load::qps::DEFAULT_STEP_DURATION_S, value_name = "S")]
     pub step_duration: f64,
     /// Seconds of each step sent before measuring.
-    #[arg(long, default_value_t = 1.0, value_name = "S")]
+    #[arg(long, default_value_t = crate::load::qps::DEFAULT_WARMUP_S, value_name = "S")]
     pub warmup: f64,
     /// A request that has not answered after this many seconds is a failure (timeout).
-    #[arg(long, default_value_t = 10.0, value_name = "S")]
+    #[arg(long, default_value_t = crate::load::qps::DEFAULT_TIMEOUT_S, value_name = "S")]
     pub timeout: f64,
     /// Send tensors in Triton's binary extension instead of JSON.
     #[arg(long)]
@@ -683,26 +717,19 @@ pub struct QpsArgs {
     #[arg(long = "shape", value_name = "NAME:SHAPE")]
     pub shapes: Vec<InputShape>,
     /// Open connections at most (each carries one request at a time).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = crate::load::qps::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
-    /// CA certificate(s) (PEM) the server's certificate must chain to [default: the system's].
-    #[arg(long)]
-    pub cacert: Option<PathBuf>,
-    /// Client certificate chain (PEM), for servers that ask for one.
-    #[arg(long, requires = "key")]
-    pub cert: Option<PathBuf>,
-    /// The client certificate's private key (PEM).
-    #[arg(long, requires = "cert")]
-    pub key: Option<PathBuf>,
-    /// Certificate revocation list(s) (PEM) checked against the server's chain.
-    #[arg(long)]
-    pub crl: Vec<PathBuf>,
-    /// Folder for qps.json, qps_curve.csv, qps_requests.csv and qps.svg.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// A successful response body longer than this fails (response_too_large), bytes.
+    #[arg(long, default_value_t = crate::load::qps::DEFAULT_MAX_RESPONSE_BYTES, value_name = "BYTES")]
+    pub max_response_bytes: usize,
+    /// Bytes of an error body kept for its message (the rest is not read).
+    #[arg(long, default_value_t = crate::load::qps::DEFAULT_MAX_ERROR_BYTES, value_name = "BYTES")]
+    pub max_error_bytes: usize,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    // --out DIR holds qps.json, qps_curve.csv and qps.svg.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -713,15 +740,18 @@ pub struct LlmArgs {
     /// The model name the server knows.
     #[arg(long)]
     pub model: String,
-    #[arg(long, value_enum, default_value = "openai")]
+    #[arg(long, value_enum, default_value_t = crate::protocol::generate::Api::Openai)]
     pub api: crate::protocol::generate::Api,
     /// Send non-streaming requests (FirstTokenTime is then the whole response time).
     #[arg(long)]
     pub no_stream: bool,
-    /// `synthetic` (with --synthetic-config) or a JSONL file of {"prompt", "max_tokens"}.
+    /// `synthetic` (MindIE's synthetic data: --synthetic-config, or without it MindIE's
+    /// sample configuration) or a JSONL file of {"prompt", "max_tokens"}.
     #[arg(long, default_value = "synthetic")]
     pub dataset: String,
-    /// MindIE's synthetic_config.json: Input/Output length distributions, RequestCount.
+    /// MindIE's synthetic_config.json: Input/Output length distributions, RequestCount
+    /// [default: MindIE's sample: input uniform 1..200, output gaussian mean 100 var 200
+    /// clipped to 1..100, 100 requests].
     #[arg(long, value_name = "FILE")]
     pub synthetic_config: Option<PathBuf>,
     /// Requests to send [default: the dataset's size; prompts are reused in turn].
@@ -732,21 +762,21 @@ pub struct LlmArgs {
     #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<PathBuf>,
     /// max_tokens for JSONL prompts that give none.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = crate::llm::settings::DEFAULT_MAX_OUTPUT_LEN)]
     pub max_output_len: u64,
     /// Requests in flight at once, 1..1000 (MindIE's default is 128).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = crate::llm::settings::DEFAULT_CONCURRENCY)]
     pub concurrency: usize,
     /// Open-loop request rates, req/s: one run per rate (at most --concurrency in flight).
     #[arg(long, value_delimiter = ',', value_name = "R,R,...")]
     pub request_rate: Vec<f64>,
-    #[arg(long, value_enum, default_value = "poisson")]
+    #[arg(long, value_enum, default_value_t = Arrival::Poisson)]
     pub distribution: Arrival,
     /// Seed of the synthetic lengths and the Poisson arrivals.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = crate::llm::settings::DEFAULT_SEED)]
     pub seed: u64,
     /// Warm-up requests before measuring, 0..1000.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = crate::llm::settings::DEFAULT_WARMUP)]
     pub warmup: usize,
     /// Sampling parameters passed through, JSON: '{"temperature": 0.0}'.
     #[arg(long, value_name = "JSON")]
@@ -755,21 +785,21 @@ pub struct LlmArgs {
     #[arg(long)]
     pub slo: Option<String>,
     /// A request not finished after this many seconds fails (timeout).
-    #[arg(long, default_value_t = 600.0, value_name = "S")]
+    #[arg(long, default_value_t = crate::llm::settings::DEFAULT_TIMEOUT_S, value_name = "S")]
     pub timeout: f64,
-    #[arg(long, default_value_t = 1000)]
+    /// Open connections at most (MindIE's MAX_LINK_NUM).
+    #[arg(long, default_value_t = crate::llm::settings::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
-    #[arg(long)]
-    pub cacert: Option<PathBuf>,
-    #[arg(long, requires = "key")]
-    pub cert: Option<PathBuf>,
-    #[arg(long, requires = "cert")]
-    pub key: Option<PathBuf>,
-    #[arg(long)]
-    pub crl: Vec<PathBuf>,
-    /// Folder for result_perf.csv, result_common.csv, requests.csv and report.json.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    #[arg(long)]
-    pub json: bool,
+    /// The longest SSE line or event (and whole non-streamed response) buffered; a longer
+    /// one fails the request (response_too_large), bytes.
+    #[arg(long, default_value_t = crate::llm::settings::DEFAULT_MAX_EVENT_BYTES, value_name = "BYTES")]
+    pub max_event_bytes: usize,
+    /// Bytes of an error body kept for its message (the rest is not read).
+    #[arg(long, default_value_t = crate::llm::settings::DEFAULT_MAX_ERROR_BYTES, value_name = "BYTES")]
+    pub max_error_bytes: usize,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    // --out DIR holds report.json, result_common.csv, result_perf.csv, requests.csv.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }

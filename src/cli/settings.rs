@@ -132,6 +132,7 @@ impl TrainArgs {
             export_onnx: self.export_onnx.clone(),
             mllog,
             peak_power: false,
+            command_line: std::env::args().collect(),
         })
     }
 }

@@ -55,9 +55,9 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
             }
         }
         out.emit(&t)?;
-        return Ok(verdict(
-            t.rows.iter().any(|r| r.verdict == Some(Verdict::Fail)),
-        ));
+        return Ok(verdict(t.rows.iter().any(|r| {
+            matches!(r.verdict, Some(Verdict::Fail | Verdict::Invalid))
+        })));
     }
     let model = zoo::resolve(&args.model)?;
     if !model.is_file() {
@@ -82,7 +82,10 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
         );
     }
     out.print(&r)?;
-    Ok(verdict(r.verdict == Some(Verdict::Fail)))
+    Ok(verdict(matches!(
+        r.verdict,
+        Some(Verdict::Fail | Verdict::Invalid)
+    )))
 }
 
 fn verdict(failed: bool) -> Outcome {

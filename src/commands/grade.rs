@@ -21,6 +21,7 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
         ptd: args.ptd.clone(),
         llm_url: args.llm_url.clone(),
         command_line: std::env::args().collect(),
+        sign: args.sign.clone(),
     };
     let progress = Progress::stages(0);
     let graded = run::grade(&s, &progress, &stop_flag());

@@ -46,9 +46,13 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
         .by_type
         .iter()
         .filter(|t| {
-            t.count > 0 && !matches!(t.elem_type, "FP32" | "FP64" | "INT64" | "INT32" | "BOOL")
+            t.count > 0
+                && !matches!(
+                    t.elem_type.as_str(),
+                    "FP32" | "FP64" | "INT64" | "INT32" | "BOOL"
+                )
         })
-        .map(|t| t.elem_type)
+        .map(|t| t.elem_type.as_str())
         .collect();
     if !low.is_empty() {
         bail!(

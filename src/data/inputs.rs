@@ -154,9 +154,35 @@ pub fn gather_inputs(
             );
         }
     }
+    // Every archive is read now: one that cannot be read, or that holds no array named like
+    // an input, is an error (never ignored in favour of generated data).
+    let mut archive_names = Vec::with_capacity(archives.len());
+    for p in &archives {
+        let names = io::npz_names(p)?;
+        if !specs.iter().any(|s| names.contains(&s.name)) {
+            bail!(
+                "'{}' holds arrays [{}], none named like the model's inputs [{}]: name them after the inputs, or pass NAME=FILE.npz",
+                p.display(),
+                names.join(", "),
+                specs
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        archive_names.push(names);
+    }
+    // Generated inputs only when no input is given at all.
+    let given = !files.is_empty();
     let mut tensors = Vec::with_capacity(specs.len());
     let mut records = Vec::with_capacity(specs.len());
     for (k, spec) in specs.iter().enumerate() {
+        let archive = archives
+            .iter()
+            .zip(&archive_names)
+            .find(|(_, n)| n.contains(&spec.name))
+            .map(|(p, _)| p);
         let (data, source) = if let Some((_, p)) = named.iter().find(|(n, _)| n == &spec.name) {
             let data = match p.extension().and_then(|e| e.to_str()) {
                 Some("npz") => io::read_npz(p, &spec.name)?,
@@ -164,50 +190,20 @@ pub fn gather_inputs(
                 _ => io::read_npy(p)?,
             };
             (data, format!("file {}", p.display()))
-        } else if let Some(p) = archives
-            .iter()
-            .find(|p| io::npz_names(p).is_ok_and(|n| n.contains(&spec.name)))
-        {
+        } else if let Some(p) = archive {
             (
                 io::read_npz(p, &spec.name)?,
                 format!("file {} [{}]", p.display(), spec.name),
             )
+        } else if given {
+            bail!(
+                "input '{}' is in none of the given files ({}): give it too (--input {}=FILE.npy), or give no input file to run on seeded inputs",
+                spec.name,
+                files.join(", "),
+                spec.name
+            );
         } else {
-            let dims: Vec<usize> = match shapes.iter().find(|s| s.name == spec.name) {
-                Some(s) => s.dims.iter().map(|&d| d as usize).collect(),
-                None => match spec
-                    .dims
-                    .iter()
-                    .map(|d| d.known())
-                    .collect::<Option<Vec<_>>>()
-                {
-                    Some(d) => d.iter().map(|&v| v as usize).collect(),
-                    None => bail!(
-                        "input '{}' has dynamic dims {}: pass --shape {}:<dims> (e.g. 1x3x640x640) or --input {}=FILE.npy",
-                        spec.name,
-                        dims_text(&spec.dims),
-                        spec.name,
-                        spec.name
-                    ),
-                },
-            };
-            let s = seed.wrapping_add(k as u64);
-            let data = TensorData::seeded(spec.dtype, &dims, s).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "input '{}' is {}; acceval can generate {SUPPORTED_IO_TYPES}: pass --input {}=FILE.npy",
-                    spec.name,
-                    spec.dtype.name(),
-                    spec.name
-                )
-            })?;
-            let range = if spec.dtype.is_float() {
-                "uniform [0, 1)"
-            } else if spec.dtype == DataType::BOOL {
-                "fair booleans"
-            } else {
-                "integers in [0, 10)"
-            };
-            (data, format!("generated: seed {s}, {range}"))
+            generated(spec, shapes, seed.wrapping_add(k as u64))?
         };
         check_input(spec, &data, &source)?;
         records.push(InputRecord {
@@ -222,6 +218,57 @@ pub fn gather_inputs(
         });
     }
     Ok((tensors, records))
+}
+
+/// A seeded input at the declared (or `--shape`) shape, within the memory budget.
+fn generated(
+    spec: &InputSpec,
+    shapes: &[InputShape],
+    s: u64,
+) -> anyhow::Result<(TensorData, String)> {
+    let dims: Vec<usize> = match shapes.iter().find(|x| x.name == spec.name) {
+        Some(x) => x.dims.iter().map(|&d| d as usize).collect(),
+        None => match spec
+            .dims
+            .iter()
+            .map(|d| d.known())
+            .collect::<Option<Vec<_>>>()
+        {
+            Some(d) if d.iter().all(|&v| v >= 0) => d.iter().map(|&v| v as usize).collect(),
+            _ => bail!(
+                "input '{}' has dynamic dims {}: pass --shape {}:<dims> (e.g. 1x3x640x640) or --input {}=FILE.npy",
+                spec.name,
+                dims_text(&spec.dims),
+                spec.name,
+                spec.name
+            ),
+        },
+    };
+    crate::util::limits::tensor_bytes(
+        &format!("input '{}'", spec.name),
+        &dims,
+        spec.dtype
+            .bits()
+            .map(|b| b.div_ceil(8) as usize)
+            .unwrap_or(8),
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
+    let data = TensorData::seeded(spec.dtype, &dims, s).ok_or_else(|| {
+        anyhow::anyhow!(
+            "input '{}' is {}; acceval can generate {SUPPORTED_IO_TYPES}: pass --input {}=FILE.npy",
+            spec.name,
+            spec.dtype.name(),
+            spec.name
+        )
+    })?;
+    let range = if spec.dtype.is_float() {
+        "uniform [0, 1)"
+    } else if spec.dtype == DataType::BOOL {
+        "fair booleans"
+    } else {
+        "integers in [0, 10)"
+    };
+    Ok((data, format!("generated: seed {s}, {range}")))
 }
 
 /// The summary of one output tensor: type, shape, range, non-finite counts.

@@ -45,8 +45,94 @@ fn open(path: &Path) -> Result<File, IoError> {
     })
 }
 
+/// The shape and element size an `.npy` header declares, and the header's length.
+fn npy_header(bytes: &[u8]) -> Result<(Vec<usize>, usize, usize), String> {
+    let rest = bytes
+        .strip_prefix(b"\x93NUMPY")
+        .ok_or("no .npy magic (\\x93NUMPY)")?;
+    let (major, after) = rest.split_first().ok_or("truncated header")?;
+    let after = after.get(1..).ok_or("truncated header")?;
+    let (len, start) = match major {
+        1 => (
+            u16::from_le_bytes([
+                *after.first().ok_or("truncated")?,
+                *after.get(1).ok_or("truncated")?,
+            ]) as usize,
+            10usize,
+        ),
+        2 | 3 => {
+            let b = after.get(..4).ok_or("truncated header")?;
+            (
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize,
+                12usize,
+            )
+        }
+        v => return Err(format!("unknown .npy version {v}")),
+    };
+    let text = bytes
+        .get(start..start.checked_add(len).ok_or("header length overflows")?)
+        .ok_or("the header is longer than the file")?;
+    let text = std::str::from_utf8(text).map_err(|_| "the header is not text")?;
+    let descr = text
+        .split("'descr':")
+        .nth(1)
+        .and_then(|s| s.split('\'').nth(1))
+        .ok_or("the header names no 'descr'")?;
+    let elem: usize = descr
+        .trim_start_matches(['<', '>', '|', '='])
+        .get(1..)
+        .and_then(|d| d.parse().ok())
+        .ok_or_else(|| format!("element type '{descr}' has no size"))?;
+    let shape = text
+        .split("'shape':")
+        .nth(1)
+        .and_then(|s| s.split('(').nth(1))
+        .and_then(|s| s.split(')').next())
+        .ok_or("the header names no 'shape'")?;
+    let dims: Vec<usize> = shape
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            d.parse::<usize>()
+                .map_err(|_| format!("dimension '{d}' is not a count"))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((dims, elem, start + len))
+}
+
+/// Checks that the array an `.npy` header declares fits in `available` bytes of data (and in
+/// the memory budget) before anything is allocated for it.
+fn check_npy(head: &[u8], available: u64, what: &str) -> Result<(), String> {
+    let (dims, elem, header) = npy_header(head)?;
+    let need = crate::util::limits::tensor_bytes(what, &dims, elem)?;
+    let have = available.saturating_sub(header as u64);
+    if need > have {
+        return Err(format!(
+            "the header declares shape {dims:?} ({need} bytes of data) but the file holds {have}: truncated or altered"
+        ));
+    }
+    Ok(())
+}
+
 /// Reads a `.npy` file, whatever its (supported) element type.
 pub fn read_npy(path: &Path) -> Result<TensorData, IoError> {
+    {
+        use std::io::Read;
+        let mut head = Vec::new();
+        let f = open(path)?;
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        f.take(1 << 16)
+            .read_to_end(&mut head)
+            .map_err(|e| IoError::Open {
+                path: path.to_path_buf(),
+                source: e,
+            })?;
+        check_npy(&head, len, &path.display().to_string()).map_err(|reason| IoError::Npy {
+            path: path.to_path_buf(),
+            reason,
+        })?;
+    }
     macro_rules! try_type {
         ($t:ty, $v:ident) => {
             if let Ok(a) = ArrayD::<$t>::read_npy(BufReader::new(open(path)?)) {
@@ -65,8 +151,33 @@ pub fn read_npy(path: &Path) -> Result<TensorData, IoError> {
     })
 }
 
+/// Checks every member of an `.npz` archive: its header against its declared size and the
+/// memory budget, so reading it allocates only what the file holds.
+fn check_npz(path: &Path) -> Result<(), IoError> {
+    use std::io::Read;
+    let err = |reason: String| IoError::Npz {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut z = zip::ZipArchive::new(open(path)?).map_err(|e| err(e.to_string()))?;
+    for i in 0..z.len() {
+        let mut m = z.by_index(i).map_err(|e| err(e.to_string()))?;
+        let name = m.name().to_string();
+        let size = m.size();
+        let mut head = Vec::new();
+        (&mut m)
+            .take(1 << 16)
+            .read_to_end(&mut head)
+            .map_err(|e| err(format!("member '{name}': {e}")))?;
+        check_npy(&head, size, &format!("{}[{name}]", path.display()))
+            .map_err(|r| err(format!("member '{name}': {r}")))?;
+    }
+    Ok(())
+}
+
 /// Names of the arrays in an `.npz` archive.
 pub fn npz_names(path: &Path) -> Result<Vec<String>, IoError> {
+    check_npz(path)?;
     let mut r = NpzReader::new(open(path)?).map_err(|e| IoError::Npz {
         path: path.to_path_buf(),
         reason: e.to_string(),

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use crate::backend::BackendSettings;
+use crate::backend::class;
 use crate::device::telemetry::Kind;
 use crate::grade::profile::{self, Profile};
 use crate::model::Analysis;
@@ -12,9 +14,30 @@ use crate::report::schema::accuracy::AccuracyReport;
 use crate::report::schema::bench::BenchReport;
 use crate::report::schema::devices::Devices;
 use crate::report::schema::grade::{AccuracyError, Clause, Source, Stage, StageStatus};
+use crate::report::schema::session::{DeviceClass, PlacementSummary};
 use crate::standard::{self, Level};
 use crate::util::fmt::{sci, thousands};
 use crate::zoo::Precision;
+
+/// A clause verdict that keeps a report from being COMPLIANT.
+pub fn bad(v: Verdict) -> bool {
+    matches!(v, Verdict::Fail | Verdict::Invalid | Verdict::Incomplete)
+}
+
+/// The report's verdict from its stages and clauses: INCOMPLETE when a stage did not finish
+/// (or is missing), NOT COMPLIANT when a clause is FAIL, INVALID or INCOMPLETE, else
+/// COMPLIANT. `verify` recomputes it from report.json the same way.
+pub fn overall(p: &Profile, stages: &[Stage], clauses: &[Clause]) -> Verdict {
+    let expected =
+        4 + p.qps.is_some() as usize + p.llm.is_some() as usize + p.train.is_some() as usize;
+    if stages.len() != expected || stages.iter().any(|s| s.status != StageStatus::Done) {
+        Verdict::Incomplete
+    } else if clauses.iter().any(|c| bad(c.verdict)) {
+        Verdict::NotCompliant
+    } else {
+        Verdict::Compliant
+    }
+}
 
 /// Everything a grade measured so far.
 #[derive(Default)]
@@ -27,8 +50,9 @@ pub struct Evidence {
     pub accuracy_errors: Vec<AccuracyError>,
     pub speed: Option<BenchReport>,
     pub speed_model: Option<PathBuf>,
-    pub qps: Option<crate::load::qps::QpsReport>,
-    pub llm: Option<crate::llm::run::LlmReport>,
+    pub placement: Option<PlacementSummary>,
+    pub qps: Option<crate::report::schema::qps::QpsReport>,
+    pub llm: Option<crate::report::schema::llm::LlmReport>,
     pub train: Option<crate::report::schema::train::TrainReport>,
 }
 
@@ -94,33 +118,44 @@ pub fn percentile_of(b: &BenchReport, q: f64) -> Option<f64> {
 }
 
 /// The clause table and the verdict from what was measured.
-pub fn judge(p: &Profile, backend: &str, e: &Evidence) -> Judgement {
+pub fn judge(p: &Profile, b: &BackendSettings, e: &Evidence) -> Judgement {
+    let backend = b.spec.to_string();
+    let backend = backend.as_str();
     let families = [
-        devices(backend, e),
+        devices(b, e),
         framework(backend, e),
         precision(p, e),
-        placement(backend),
+        placement(b, e),
         tables(e),
         accuracy(p, e),
+        agreement(p, e),
         attestations(p),
         model_support(backend, e),
         speed(p, e),
         qps(p, e),
         llm(p, e),
-        telemetry(p, e),
+        telemetry(p, b, e),
         train(p, e),
     ];
     let mut clauses = Vec::new();
     let mut reasons = Vec::new();
     for f in families {
+        // A family that fails a clause says why; one that gives no reason gets its clauses'.
+        if f.reasons.is_empty() {
+            for c in f.clauses.iter().filter(|c| bad(c.verdict)) {
+                reasons.push(format!(
+                    "{} {}: {}",
+                    c.clause,
+                    c.title,
+                    c.reason.clone().unwrap_or_else(|| c.verdict.to_string())
+                ));
+            }
+        }
         clauses.extend(f.clauses);
         reasons.extend(f.reasons);
     }
-    let expected =
-        4 + p.qps.is_some() as usize + p.llm.is_some() as usize + p.train.is_some() as usize;
-    let complete =
-        e.stages.iter().all(|s| s.status == StageStatus::Done) && e.stages.len() == expected;
-    let verdict = if !complete {
+    let verdict = overall(p, &e.stages, &clauses);
+    if verdict == Verdict::Incomplete {
         for s in e.stages.iter().filter(|s| s.status != StageStatus::Done) {
             reasons.insert(
                 0,
@@ -135,12 +170,7 @@ pub fn judge(p: &Profile, backend: &str, e: &Evidence) -> Judgement {
                 ),
             );
         }
-        Verdict::Incomplete
-    } else if reasons.is_empty() {
-        Verdict::Compliant
-    } else {
-        Verdict::NotCompliant
-    };
+    }
     Judgement {
         clauses,
         verdict,
@@ -148,8 +178,76 @@ pub fn judge(p: &Profile, backend: &str, e: &Evidence) -> Judgement {
     }
 }
 
-/// §6 a, b (architecture), §6 c / §6.2 b (compute units), §6.2 c (identification).
-fn devices(backend: &str, e: &Evidence) -> Found {
+/// The device the backend under test runs on, as identified: (what, identified?).
+fn device_under_test(b: &BackendSettings, d: &Devices, engine: &str) -> (String, bool) {
+    match class::device_class(b) {
+        DeviceClass::Cpu => (
+            format!(
+                "CPU {} ({} logical CPUs), {} {} kernel {}; runtime {engine}",
+                d.host.cpu_model, d.host.logical_cpus, d.host.os, d.host.os_version, d.host.kernel
+            ),
+            !d.host.cpu_model.trim().is_empty() && !d.host.kernel.trim().is_empty(),
+        ),
+        DeviceClass::Gpu => {
+            let i = b.spec.device.unwrap_or(0);
+            match d.nvidia.gpus.iter().find(|g| g.index == i) {
+                Some(g) => (
+                    format!(
+                        "GPU {i} {} (UUID {}), driver {}, CUDA {}; runtime {engine}",
+                        g.name,
+                        g.uuid,
+                        d.nvidia.driver_version.as_deref().unwrap_or("?"),
+                        d.nvidia.cuda_driver_version.as_deref().unwrap_or("?")
+                    ),
+                    d.nvidia.driver_version.is_some(),
+                ),
+                None => (
+                    format!(
+                        "no NVIDIA GPU {i} found ({})",
+                        d.nvidia
+                            .not_available
+                            .clone()
+                            .unwrap_or_else(|| format!("{} GPU(s) listed", d.nvidia.gpus.len()))
+                    ),
+                    false,
+                ),
+            }
+        }
+        DeviceClass::Npu | DeviceClass::Asic | DeviceClass::Fpga | DeviceClass::Tpu => {
+            match d.ascend.npus.first() {
+                Some(n) => (
+                    format!(
+                        "NPU {}:{} {} {}, DCMI {}; runtime {engine}",
+                        n.card_id,
+                        n.device_id,
+                        n.chip_type,
+                        n.chip_name,
+                        d.ascend.dcmi_version.as_deref().unwrap_or("?")
+                    ),
+                    !n.chip_name.trim().is_empty(),
+                ),
+                None => (
+                    format!(
+                        "no NPU found ({})",
+                        d.ascend
+                            .not_available
+                            .clone()
+                            .unwrap_or_else(|| "DCMI lists none".into())
+                    ),
+                    false,
+                ),
+            }
+        }
+        DeviceClass::Emulated => (
+            "the mock backend: an emulated device, never certified".into(),
+            false,
+        ),
+    }
+}
+
+/// §6 a, b (architecture), §6.2 a (OS), §6 c / §6.2 b (compute units), §6.2 c
+/// (identification of the device under test).
+fn devices(b: &BackendSettings, e: &Evidence) -> Found {
     let mut f = Found::default();
     let Some(d) = &e.devices else { return f };
     f.add(
@@ -160,44 +258,59 @@ fn devices(backend: &str, e: &Evidence) -> Found {
             "{} ({}, {} logical CPUs)",
             d.host.arch, d.host.cpu_model, d.host.logical_cpus
         ),
-        Verdict::Pass,
+        if d.host.arch.is_empty() {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        },
         None,
         Source::Standard,
     );
-    let accel: Vec<String> = d
-        .nvidia
-        .gpus
-        .iter()
-        .map(|g| format!("GPU {} {}", g.index, g.name))
-        .chain(
-            d.ascend
-                .npus
-                .iter()
-                .map(|n| format!("NPU {}:{} {}", n.card_id, n.device_id, n.chip_name)),
-        )
-        .collect();
-    let on_cpu = matches!(backend, "cpu") || backend == "ort:cpu" || backend.starts_with("mock");
+    let os_known = !d.host.os.trim().is_empty() && !d.host.kernel.trim().is_empty();
+    f.add(
+        "§6.2 a",
+        "Operating system",
+        "should support Linux, Windows and embedded operating systems: report the one used",
+        format!(
+            "{} {} (kernel {})",
+            d.host.os, d.host.os_version, d.host.kernel
+        ),
+        if os_known {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        },
+        (!os_known).then(|| "the operating system could not be identified".to_string()),
+        Source::Standard,
+    );
+    let class = class::device_class(b);
+    let dedicated = class.is_dedicated_ai_chip();
     f.add(
         "§6 c, §6.2 b",
         "Compute units",
         "inference supports at least one dedicated AI inference chip besides CPU/GPU",
-        if accel.is_empty() {
-            "CPU only".to_string()
-        } else {
-            accel.join(", ")
+        format!("the device under test: {class} ({})", b.spec),
+        match class {
+            _ if dedicated => Verdict::Pass,
+            DeviceClass::Emulated => Verdict::Fail,
+            _ => Verdict::NotApplicable,
         },
-        if on_cpu {
-            Verdict::NotApplicable
-        } else {
-            Verdict::Pass
-        },
-        if on_cpu {
-            na(&format!("the backend under test ({backend}) is the CPU; the requirement concerns the accelerator being certified"))
-        } else {
-            None
+        match class {
+            _ if dedicated => None,
+            DeviceClass::Emulated => na("an emulated device is not a chip"),
+            c => Some(format!(
+                "the device under test is a {c}; §6.2 b concerns a dedicated AI inference chip (NPU, ASIC, FPGA, TPU), which this run does not certify"
+            )),
         },
         Source::Standard,
     );
+    let engine = e
+        .speed
+        .as_ref()
+        .map(|s| s.session.engine.clone())
+        .or_else(|| e.accuracy.first().map(|a| a.session.engine.clone()))
+        .unwrap_or_else(|| "not loaded".into());
+    let (what, identified) = device_under_test(b, d, &engine);
     let container = if d.host.container.in_container {
         d.host
             .container
@@ -210,27 +323,20 @@ fn devices(backend: &str, e: &Evidence) -> Found {
     f.add(
         "§6.2 c",
         "Device identification",
-        "the device is identified; container mapping supported",
-        format!(
-            "host {} · {} GPU(s) via NVML{} · {} NPU(s){} · container: {container}",
-            d.host.hostname,
-            d.nvidia.gpus.len(),
-            d.nvidia
-                .not_available
-                .as_ref()
-                .map(|w| format!(" ({})", w.split(" (").next().unwrap_or(w)))
-                .unwrap_or_default(),
-            d.ascend.npus.len(),
-            d.ascend
-                .not_available
-                .as_ref()
-                .map(|_| " (no Ascend driver)".to_string())
-                .unwrap_or_default(),
-        ),
-        Verdict::Pass,
-        None,
+        "the device under test is identified (name, driver and runtime versions); container mapping supported",
+        format!("{what}; container: {container}"),
+        if identified {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        },
+        (!identified).then(|| format!("the device the backend runs on was not identified: {what}")),
         Source::Standard,
     );
+    if !identified {
+        f.reasons
+            .push(format!("device identification (§6.2 c): {what}"));
+    }
     f
 }
 
@@ -314,20 +420,81 @@ fn precision(p: &Profile, e: &Evidence) -> Found {
     f
 }
 
-/// §6.2 f: operator placement.
-fn placement(backend: &str) -> Found {
+/// §6.2 f: operator placement and fallback; §6 g: the operator-adaptation route.
+fn placement(b: &BackendSettings, e: &Evidence) -> Found {
     let mut f = Found::default();
+    let class = class::device_class(b);
+    let Some(s) = &e.placement else {
+        f.add(
+            "§6.2 f",
+            "Operator placement and fallback",
+            "report which operators ran on the accelerator and which fell back to the CPU",
+            "not recorded",
+            if class == DeviceClass::Cpu {
+                Verdict::NotApplicable
+            } else {
+                Verdict::Incomplete
+            },
+            na("the speed stage did not run"),
+            Source::Standard,
+        );
+        return f;
+    };
+    let line = crate::report::run::placement_line(s);
+    let (verdict, reason) = match (&s.unavailable, class) {
+        (_, DeviceClass::Cpu) if s.fused_subgraphs.is_empty() && s.cpu_fallback.is_empty() => (
+            Verdict::NotApplicable,
+            Some(format!(
+                "the backend under test ({}) is the CPU: every operator runs on it",
+                b.spec
+            )),
+        ),
+        (Some(why), DeviceClass::Emulated) => (Verdict::Fail, Some(why.clone())),
+        (Some(why), _) => (
+            Verdict::Incomplete,
+            Some(format!("the backend could not report placement: {why}")),
+        ),
+        (None, _) => (Verdict::Pass, None),
+    };
+    if verdict == Verdict::Incomplete {
+        f.reasons.push(format!("placement (§6.2 f): {line}"));
+    }
     f.add(
         "§6.2 f",
         "Operator placement and fallback",
         "report which operators ran on the accelerator and which fell back to the CPU",
-        "see `acceval run --placement` for ONNX Runtime providers",
-        Verdict::NotApplicable,
-        na(if backend.starts_with("ort:") && backend != "ort:cpu" {
-            "placement is recorded by `acceval run --placement`; the grade does not profile the speed run (profiling adds overhead)"
-        } else {
-            "every operator runs on the CPU backend"
-        }),
+        line,
+        verdict,
+        reason,
+        Source::Standard,
+    );
+    // §6 g: evidence for the route is operators that ran on the device under test.
+    let evidence = s.nodes_on_device.unwrap_or(0) > 0 && s.unavailable.is_none();
+    let (verdict, reason) = match class {
+        DeviceClass::Emulated => (
+            Verdict::Fail,
+            na("an emulated device has no adaptation layer"),
+        ),
+        DeviceClass::Cpu if s.fused_subgraphs.is_empty() => (
+            Verdict::NotApplicable,
+            Some(format!(
+                "the backend under test ({}) is a CPU engine",
+                b.spec
+            )),
+        ),
+        _ if evidence => (Verdict::Pass, None),
+        _ => (
+            Verdict::Incomplete,
+            na("no operator was seen running on the device under test"),
+        ),
+    };
+    f.add(
+        "§6 g",
+        "Operator adaptation",
+        "operator mapping, subgraph or whole-graph hand-off, or a compiler back end",
+        format!("{}: {}", s.route, s.route_detail),
+        verdict,
+        reason,
         Source::Standard,
     );
     f
@@ -380,6 +547,38 @@ fn tables(e: &Evidence) -> Found {
     f
 }
 
+/// The clause of one graded precision: PASS only when the grade passed, its reference can
+/// tell a broken device from a working one, and the reference is independent of the engine.
+fn accuracy_verdict(a: &AccuracyReport) -> (String, Verdict, Option<String>) {
+    let level = a
+        .level
+        .map(|l| l.to_string())
+        .unwrap_or_else(|| "below C1".into());
+    let measured = format!(
+        "MSE {} (output '{}') → {level}; decision: {}",
+        sci(a.mse),
+        a.worst_output,
+        a.agreement_text
+    );
+    match a.verdict {
+        Some(Verdict::Pass) if a.independence.independent => (measured, Verdict::Pass, None),
+        Some(Verdict::Pass) => (
+            measured,
+            Verdict::Invalid,
+            Some(format!(
+                "reference not independent: {}",
+                a.independence.reason
+            )),
+        ),
+        Some(Verdict::Invalid) => (measured, Verdict::Invalid, a.verdict_reason.clone()),
+        _ => (
+            format!("MSE {} → {level}", sci(a.mse)),
+            Verdict::Fail,
+            a.verdict_reason.clone().or(a.error.clone()),
+        ),
+    }
+}
+
 /// §6.2 i: Table 3 against Table 4, per graded precision.
 fn accuracy(p: &Profile, e: &Evidence) -> Found {
     let mut f = Found::default();
@@ -387,34 +586,7 @@ fn accuracy(p: &Profile, e: &Evidence) -> Found {
         let a = graded(e, prec);
         let err = e.accuracy_errors.iter().find(|x| &x.precision == prec);
         let (measured, verdict, reason) = match (a, err) {
-            (Some(a), _)
-                if a.complete
-                    && standard::accuracy_meets(a.level, p.accuracy.required)
-                    && a.nonfinite.is_empty() =>
-            {
-                (
-                    format!(
-                        "MSE {} (output '{}') → {}; decision: {}",
-                        sci(a.mse),
-                        a.worst_output,
-                        a.level.map(|l| l.to_string()).unwrap_or_default(),
-                        a.agreement_text
-                    ),
-                    Verdict::Pass,
-                    None,
-                )
-            }
-            (Some(a), _) => (
-                format!(
-                    "MSE {} → {}",
-                    sci(a.mse),
-                    a.level
-                        .map(|l| l.to_string())
-                        .unwrap_or_else(|| "below C1".into())
-                ),
-                Verdict::Fail,
-                a.verdict_reason.clone().or(a.error.clone()),
-            ),
+            (Some(a), _) => accuracy_verdict(a),
             (None, Some(x)) => ("not measured".into(), Verdict::Fail, Some(x.error.clone())),
             (None, None) => (
                 "not measured".into(),
@@ -435,7 +607,7 @@ fn accuracy(p: &Profile, e: &Evidence) -> Found {
             "§6.2 i",
             "Accuracy (Table 3)",
             format!(
-                "{}: Table 3 level {} or stricter (Table 4, {})",
+                "{}: Table 3 level {} or stricter (Table 4, {}), against an independent reference that null outputs fail",
                 prec.to_uppercase(),
                 p.accuracy.required,
                 p.scenario
@@ -444,6 +616,101 @@ fn accuracy(p: &Profile, e: &Evidence) -> Found {
             verdict,
             reason,
             Source::Standard,
+        );
+    }
+    f
+}
+
+/// The profile's task-agreement checks of one precision: (what, threshold, measured, met).
+fn agreement_checks(p: &Profile, a: &AccuracyReport) -> Vec<(String, Option<f64>, bool)> {
+    let s = &p.accuracy;
+    let g = &a.agreement;
+    let pct = |v: f64| format!("{:.1} %", v * 100.0);
+    let mut out = Vec::new();
+    let mut at_least = |name: &str, min: Option<f64>, v: Option<f64>| {
+        if let Some(min) = min {
+            out.push((
+                format!(
+                    "{name} ≥ {} (measured {})",
+                    pct(min),
+                    v.map(pct).unwrap_or_else(|| "n/a".into())
+                ),
+                v,
+                v.is_some_and(|v| v >= min),
+            ));
+        }
+    };
+    at_least(
+        "top-1 agreement",
+        s.min_top1,
+        g.fraction().filter(|_| g.top5().is_some()),
+    );
+    at_least("top-5 agreement", s.min_top5, g.top5());
+    at_least("detection F1", s.min_f1, g.f1());
+    for (name, max, v) in [
+        ("MAE", s.max_mae, g.mae()),
+        ("MAPE %", s.max_mape_pct, g.mape_pct()),
+    ] {
+        if let Some(max) = max {
+            out.push((
+                format!(
+                    "{name} ≤ {max} (measured {})",
+                    v.map(|v| format!("{v:.4}")).unwrap_or_else(|| "n/a".into())
+                ),
+                v,
+                v.is_some_and(|v| v <= max),
+            ));
+        }
+    }
+    out
+}
+
+/// Task agreement with the reference, per graded precision: the profile's thresholds.
+fn agreement(p: &Profile, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    for a in &e.accuracy {
+        let prec = a.precision.map(|x| x.to_string()).unwrap_or_default();
+        let checks = agreement_checks(p, a);
+        if checks.is_empty() {
+            f.add(
+                "§6.2 i",
+                "Task agreement",
+                format!("{prec}: agreement with the reference's decisions (no profile threshold)"),
+                a.agreement_text.clone(),
+                Verdict::NotApplicable,
+                na("the profile sets no agreement threshold"),
+                Source::ReportOnly,
+            );
+            continue;
+        }
+        let failed: Vec<&str> = checks
+            .iter()
+            .filter(|c| !c.2)
+            .map(|c| c.0.as_str())
+            .collect();
+        if !failed.is_empty() {
+            f.reasons
+                .push(format!("task agreement {prec}: {}", failed.join("; ")));
+        }
+        f.add(
+            "§6.2 i",
+            "Task agreement",
+            format!(
+                "{prec}: {}",
+                checks
+                    .iter()
+                    .map(|c| c.0.split(" (measured").next().unwrap_or(""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            a.agreement_text.clone(),
+            if failed.is_empty() {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            },
+            (!failed.is_empty()).then(|| failed.join("; ")),
+            Source::Profile,
         );
     }
     f
@@ -488,6 +755,22 @@ fn model_support(backend: &str, e: &Evidence) -> Found {
         .accuracy
         .iter()
         .find(|a| a.precision == Some(Precision::Fp32));
+    let (verdict, reason) = match fp32 {
+        None => (
+            Verdict::NotApplicable,
+            na("the profile does not grade FP32"),
+        ),
+        Some(a) => match accuracy_verdict(a) {
+            (_, Verdict::Invalid, why) => (Verdict::Invalid, why),
+            _ if a.level == Some(Level::C4) && a.nonfinite.is_empty() => (Verdict::Pass, None),
+            _ => (
+                Verdict::Fail,
+                Some(format!(
+                    "the FP32 model on {backend} is not within C4 of the CPU reference"
+                )),
+            ),
+        },
+    };
     f.add(
         "§7.2.2",
         "Model support",
@@ -499,16 +782,8 @@ fn model_support(backend: &str, e: &Evidence) -> Found {
             ),
             None => "FP32 not graded".into(),
         },
-        match fp32 {
-            Some(a) if a.level == Some(Level::C4) => Verdict::Pass,
-            Some(_) => Verdict::Fail,
-            None => Verdict::NotApplicable,
-        },
-        if fp32.is_none() {
-            na("the profile does not grade FP32")
-        } else {
-            None
-        },
+        verdict,
+        reason,
         Source::Standard,
     );
     f
@@ -518,6 +793,15 @@ fn model_support(backend: &str, e: &Evidence) -> Found {
 fn speed(p: &Profile, e: &Evidence) -> Found {
     let mut f = Found::default();
     let Some(s) = &e.speed else {
+        f.add(
+            "Table 5",
+            "Speed level",
+            format!("{} or more demanding ({})", p.speed.required, p.scenario),
+            "not measured",
+            Verdict::Fail,
+            na("the speed stage did not produce a result"),
+            Source::Profile,
+        );
         f.reasons.push("speed: not measured".into());
         return f;
     };
@@ -770,21 +1054,80 @@ fn llm(p: &Profile, e: &Evidence) -> Found {
     f
 }
 
+/// The sensor and device name (`gpu1`, `npu0`) whose utilization and power an accelerator
+/// run must record; `Err` when acceval has no sensor for that device.
+fn accelerator_channels(b: &BackendSettings) -> Option<Result<(&'static str, String), String>> {
+    let nvidia = matches!(
+        (b.spec.backend.as_str(), b.spec.provider.as_deref()),
+        ("cuda", _) | ("ort", Some("cuda" | "tensorrt"))
+    );
+    let ascend = matches!(
+        (b.spec.backend.as_str(), b.spec.provider.as_deref()),
+        ("acl", _) | ("ort", Some("cann"))
+    );
+    match class::device_class(b) {
+        DeviceClass::Cpu | DeviceClass::Emulated => None,
+        _ if nvidia => Some(Ok(("nvml", format!("gpu{}", b.spec.device.unwrap_or(0))))),
+        _ if ascend => Some(Ok(("dcmi", format!("npu{}", b.spec.device.unwrap_or(0))))),
+        c => Some(Err(format!(
+            "acceval has no utilization or power sensor for the {c} of {}",
+            b.spec
+        ))),
+    }
+}
+
+/// Why the accelerator's utilization and power were not recorded, when they were not.
+fn accelerator_missing(
+    b: &BackendSettings,
+    t: &crate::report::schema::telemetry::TelemetrySummary,
+) -> Option<String> {
+    let (sensor, dev) = match accelerator_channels(b)? {
+        Ok(x) => x,
+        Err(why) => return Some(why),
+    };
+    let has = |k: Kind| {
+        t.channels
+            .iter()
+            .any(|c| c.kind == k && c.name.starts_with(&format!("{dev}.")) && c.samples > 0)
+    };
+    let status = t
+        .sensors
+        .iter()
+        .find(|s| s.sensor == sensor)
+        .map(|s| s.status.to_string())
+        .unwrap_or_else(|| "not probed".into());
+    match (has(Kind::Utilization), has(Kind::Power)) {
+        (true, true) => None,
+        (u, p) => Some(format!(
+            "the accelerator's {} not recorded ({dev} through {sensor}: {status})",
+            match (u, p) {
+                (false, false) => "utilization and power were",
+                (false, true) => "utilization was",
+                _ => "power was",
+            }
+        )),
+    }
+}
+
 /// §7.2.6: utilization, with power and energy.
-fn telemetry(p: &Profile, e: &Evidence) -> Found {
+fn telemetry(p: &Profile, b: &BackendSettings, e: &Evidence) -> Found {
     let mut f = Found::default();
     let Some(t) = e.speed.as_ref().and_then(|s| s.telemetry.as_ref()) else {
-        let ok = p.telemetry.require.is_empty();
+        let accel = accelerator_channels(b).is_some();
+        let verdict = match (accel, p.telemetry.require.is_empty()) {
+            (true, _) => Verdict::Incomplete,
+            (false, true) => Verdict::NotApplicable,
+            (false, false) => Verdict::Fail,
+        };
+        if verdict != Verdict::NotApplicable {
+            f.reasons.push("telemetry: none was recorded".into());
+        }
         f.add(
             "§7.2.6",
             "Utilization, power, energy",
             "sample every second",
             "not measured",
-            if ok {
-                Verdict::NotApplicable
-            } else {
-                Verdict::Fail
-            },
+            verdict,
             na("no telemetry was recorded"),
             Source::Profile,
         );
@@ -820,7 +1163,8 @@ fn telemetry(p: &Profile, e: &Evidence) -> Found {
         })
         .map(String::as_str)
         .collect();
-    let ok = missing.is_empty();
+    let accel = accelerator_missing(b, t);
+    let ok = missing.is_empty() && accel.is_none();
     let power = if t.energy.is_empty() {
         "power and energy: n/a (no sensor)".to_string()
     } else {
@@ -862,24 +1206,20 @@ fn telemetry(p: &Profile, e: &Evidence) -> Found {
     f
 }
 
-/// §7.1.3–7.1.7 (optional in the draft): the training figures, reported; the profile's
-/// bounds (time to target, step P90, throughput) pass or fail, marked as the profile's.
-fn train(p: &Profile, e: &Evidence) -> Found {
+/// (clause, title, measured, the profile's bound: (limit, value, an upper bound))
+type TrainRow = (
+    &'static str,
+    &'static str,
+    String,
+    Option<(f64, Option<f64>, bool)>,
+);
+
+/// The training clauses' rows: what was measured and the profile's bound on it.
+fn train_rows(
+    t: &crate::report::schema::profile::TrainSection,
+    r: &crate::report::schema::train::TrainReport,
+) -> [TrainRow; 5] {
     use crate::report::schema::train::Measured;
-    let mut f = Found::default();
-    let Some(t) = &p.train else { return f };
-    let Some(r) = &e.train else {
-        f.add(
-            "§7.1",
-            "Training (optional)",
-            format!("train {}", t.workload),
-            "not measured",
-            Verdict::Incomplete,
-            na("the training stage did not finish"),
-            Source::ReportOnly,
-        );
-        return f;
-    };
     let m = |v: &Measured, unit: &str| match v {
         Measured::Value(x) => format!("{x:.3} {unit}"),
         Measured::Missing(_) => v.to_string(),
@@ -890,9 +1230,7 @@ fn train(p: &Profile, e: &Evidence) -> Found {
         .iter()
         .map(|e| format!("{} (n {})", m(&e.utilization.mean, "%"), e.utilization.n))
         .collect();
-    // (clause, title, measured, the profile's bound: (limit, value, an upper bound))
-    type Bound = Option<(f64, Option<f64>, bool)>;
-    let rows: [(&str, &str, String, Bound); 5] = [
+    [
         (
             "§7.1.3",
             "Training time (optional)",
@@ -950,8 +1288,27 @@ fn train(p: &Profile, e: &Evidence) -> Found {
             ),
             None,
         ),
-    ];
-    for (clause, title, measured, bound) in rows {
+    ]
+}
+
+/// §7.1.3–7.1.7 (optional in the draft): the training figures, reported; the profile's
+/// bounds (time to target, step P90, throughput) pass or fail, marked as the profile's.
+fn train(p: &Profile, e: &Evidence) -> Found {
+    let mut f = Found::default();
+    let Some(t) = &p.train else { return f };
+    let Some(r) = &e.train else {
+        f.add(
+            "§7.1",
+            "Training (optional)",
+            format!("train {}", t.workload),
+            "not measured",
+            Verdict::Incomplete,
+            na("the training stage did not finish"),
+            Source::ReportOnly,
+        );
+        return f;
+    };
+    for (clause, title, measured, bound) in train_rows(t, r) {
         let (verdict, reason, source, req) = match bound {
             None => (
                 Verdict::NotApplicable,

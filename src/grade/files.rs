@@ -59,6 +59,27 @@ pub fn report_files(r: &GradeReport, e: &Evidence) -> anyhow::Result<Vec<(String
     Ok(files)
 }
 
+/// The files a report folder must hold, from what its report.json says was measured.
+pub fn expected_names(r: &GradeReport) -> Vec<&'static str> {
+    let mut v = vec!["report.json", "report.md", "report.html"];
+    if let Some(s) = &r.speed {
+        v.extend(["metrics.csv", "samples.csv"]);
+        if s.bench.telemetry.is_some() {
+            v.push("telemetry.csv");
+        }
+    }
+    if r.qps.is_some() {
+        v.extend(["qps_curve.csv", "qps.svg"]);
+    }
+    if let Some(l) = &r.llm {
+        v.push("llm_result_common.csv");
+        if !l.runs.is_empty() {
+            v.push("llm_result_perf.csv");
+        }
+    }
+    v
+}
+
 /// Writes every file of the report and the manifest over them.
 pub fn write_all(
     dir: &Path,

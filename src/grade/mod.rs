@@ -6,5 +6,6 @@ pub mod clauses;
 pub mod files;
 pub mod profile;
 pub mod run;
+pub mod sign;
 pub mod stages;
 pub mod verify;

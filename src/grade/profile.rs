@@ -211,6 +211,7 @@ impl Profile {
         }
         let dir = Path::new(file).parent().unwrap_or(Path::new("."));
         self.check_model(&c, dir)?;
+        self.check_agreement(&c)?;
         self.check_speed(&c)?;
         self.check_policy(&c)?;
         self.check_qps(&c)?;
@@ -295,6 +296,26 @@ impl Profile {
                 "reference",
                 "a model file needs its FP32 reference folder here (`acceval reference --model FILE --out DIR`)".into(),
             ));
+        }
+        Ok(())
+    }
+
+    fn check_agreement(&self, c: &Checker) -> Result<(), ProfileError> {
+        let a = &self.accuracy;
+        for (k, v) in [
+            ("min_top1", a.min_top1),
+            ("min_top5", a.min_top5),
+            ("min_f1", a.min_f1),
+        ] {
+            if let Some(v) = v {
+                c.range("accuracy", k, v, 0.0, 1.0, true)?;
+            }
+        }
+        if let Some(v) = a.max_mae {
+            c.range("accuracy", "max_mae", v, 0.0, 1e12, true)?;
+        }
+        if let Some(v) = a.max_mape_pct {
+            c.range("accuracy", "max_mape_pct", v, 0.0, 1e6, true)?;
         }
         Ok(())
     }

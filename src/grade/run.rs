@@ -48,6 +48,8 @@ pub struct GradeSettings {
     pub llm_url: Option<String>,
     /// The command line, recorded in the report.
     pub command_line: Vec<String>,
+    /// A lab's ed25519 private key: manifest.json is signed after every write.
+    pub sign: Option<PathBuf>,
 }
 
 /// A finished grade: the report and its folder.
@@ -78,6 +80,9 @@ impl Ctx<'_> {
     fn save(&self, e: &Evidence) -> anyhow::Result<GradeReport> {
         let r = report(self, e)?;
         files::write_all(&self.dir, &r, e, &self.p, &self.profile_file)?;
+        if let Some(key) = &self.s.sign {
+            super::sign::sign(&self.dir, key)?;
+        }
         Ok(r)
     }
 }
@@ -204,6 +209,14 @@ pub fn grade(
             backend.replace([':', '@', '/'], "_")
         ))
     });
+    if let Some(k) = &s.sign
+        && !k.is_file()
+    {
+        anyhow::bail!(
+            "--sign '{}': no such key file (make one with `acceval keygen --out NAME`)",
+            k.display()
+        );
+    }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
     progress
         .set_length(4 + p.qps.is_some() as u64 + p.llm.is_some() as u64 + p.train.is_some() as u64);
@@ -388,6 +401,11 @@ fn stage_speed(c: &Ctx, e: &mut Evidence) {
         );
         Ok((bench::measure(&b, &Progress::hidden(), c.stop)?, model))
     });
+    if let Ok((_, model)) = &res {
+        c.progress
+            .set_message(format!("operator placement on {} (§6.2 f)", c.backend()));
+        e.placement = crate::measure::placement::probe(model, &c.s.backend, &[]).ok();
+    }
     match res {
         Ok((s, m)) => {
             let status = if s.complete {
@@ -425,7 +443,7 @@ fn stage_qps(c: &Ctx, e: &mut Evidence) {
         c.backend()
     ));
     let q = c.p.qps.as_ref().expect("the profile has [qps]");
-    match super::stages::qps(&speed_model_name(&c.p), q, &c.s.backend, c.stop) {
+    match super::stages::qps(&speed_model_name(&c.p), q, &c.s.backend, c.progress, c.stop) {
         Ok(rep) => {
             e.stages.push(ran("qps", t, rep.complete));
             e.qps = Some(rep);
@@ -452,7 +470,7 @@ fn stage_llm(c: &Ctx, e: &mut Evidence) {
         .parent()
         .unwrap_or(Path::new("."))
         .join(&l.synthetic_config);
-    match super::stages::llm(l, url, config, c.stop) {
+    match super::stages::llm(l, url, config, c.progress, c.stop) {
         Ok(rep) => {
             e.stages
                 .push(ran("llm", t, rep.runs.iter().all(|x| x.complete)));
@@ -577,7 +595,7 @@ fn speed_result(p: &Profile, e: &Evidence) -> Option<SpeedResult> {
 /// The whole report from what was measured.
 fn report(c: &Ctx, e: &Evidence) -> anyhow::Result<GradeReport> {
     let backend = c.backend();
-    let j = clauses::judge(&c.p, &backend, e);
+    let j = clauses::judge(&c.p, &c.s.backend, e);
     Ok(GradeReport {
         schema: SCHEMA.into(),
         tool: tool(),
@@ -598,8 +616,9 @@ fn report(c: &Ctx, e: &Evidence) -> anyhow::Result<GradeReport> {
         accuracy: e.accuracy.clone(),
         accuracy_errors: e.accuracy_errors.clone(),
         speed: speed_result(&c.p, e),
-        qps: e.qps.as_ref().map(serde_json::to_value).transpose()?,
-        llm: e.llm.as_ref().map(serde_json::to_value).transpose()?,
+        placement: e.placement.clone(),
+        qps: e.qps.clone(),
+        llm: e.llm.clone(),
         train: e.train.clone(),
         decisions: decisions(&c.p),
     })

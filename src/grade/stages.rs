@@ -1,5 +1,6 @@
 //! The serving stages of a grade: QPS against `acceval serve` on loopback (§7.2.5), and
-//! the MindIE client mode against an LLM service.
+//! the MindIE client mode against an LLM service, built from the profile's sections as
+//! library settings (the same the `qps` and `llm` commands build from their flags).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,7 +8,12 @@ use std::sync::atomic::AtomicBool;
 
 use crate::backend::BackendSettings;
 use crate::grade::profile::{LlmSection, QpsSection};
+use crate::llm::{Dataset, LlmSettings};
+use crate::load::QpsSettings;
+use crate::report::schema::llm::LlmReport;
+use crate::report::schema::qps::{Arrival, LoadMode, QpsReport};
 use crate::server::ServeSettings;
+use crate::util::progress::Progress;
 
 /// Serves `model` on 127.0.0.1 (a free port) on the grade's backend and searches its max
 /// QPS open loop, as `acceval serve` + `acceval qps` would.
@@ -15,8 +21,9 @@ pub fn qps(
     model: &str,
     q: &QpsSection,
     b: &BackendSettings,
+    progress: &Progress,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<crate::load::qps::QpsReport> {
+) -> anyhow::Result<QpsReport> {
     let serve = ServeSettings {
         batch_timeout_us: 0,
         max_inflight: 4096,
@@ -26,41 +33,19 @@ pub fn qps(
     let cfg = crate::server::config(&serve)?;
     let name = cfg.name.clone();
     let running = crate::server::start(cfg, "127.0.0.1", 0)?;
-    let args = crate::cli::QpsArgs {
-        url: format!("http://{}", running.addr),
-        model: name,
-        slo: q.slo.clone(),
-        error_budget: q.error_budget,
-        mode: crate::cli::LoadMode::Open,
-        distribution: crate::cli::Arrival::Poisson,
-        seed: 1,
-        start_rate: None,
-        max_rate: q.max_rate,
-        precision: q.precision,
-        concurrency: vec![1],
-        step_duration: q.step_duration_s,
-        warmup: q.warmup_s,
-        timeout: 10.0,
-        binary: q.binary,
-        input_file: None,
-        shapes: Vec::new(),
-        max_connections: 1000,
-        cacert: None,
-        cert: None,
-        key: None,
-        crl: Vec::new(),
-        out: None,
-        json: false,
-    };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let (plan, client) = crate::load::qps::plan(&args, &rt)?;
-    let report = rt.block_on(crate::load::qps::measure(&plan, &client, stop));
-    drop(client);
-    drop(rt);
+    let mut s = QpsSettings::new(&format!("http://{}", running.addr), &name);
+    s.slo = q.slo.clone();
+    s.error_budget = q.error_budget;
+    s.mode = LoadMode::Open;
+    s.distribution = Arrival::Poisson;
+    s.max_rate = q.max_rate;
+    s.precision = q.precision;
+    s.step_duration_s = q.step_duration_s;
+    s.warmup_s = q.warmup_s;
+    s.inputs.binary = q.binary;
+    let report = crate::load::qps::measure(&s.plan()?, progress, stop);
     running.stop()?;
-    Ok(report)
+    report
 }
 
 /// `acceval llm` against `url` with the profile's settings.
@@ -68,38 +53,17 @@ pub fn llm(
     l: &LlmSection,
     url: String,
     synthetic_config: PathBuf,
+    progress: &Progress,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<crate::llm::run::LlmReport> {
+) -> anyhow::Result<LlmReport> {
     use clap::ValueEnum;
-    let api = crate::protocol::generate::Api::from_str(&l.api, false)
+    let mut s = LlmSettings::new(&url, &l.model);
+    s.api = crate::protocol::generate::Api::from_str(&l.api, false)
         .map_err(|e| anyhow::anyhow!("[llm] api: {e}"))?;
-    let a = crate::cli::LlmArgs {
-        url,
-        model: l.model.clone(),
-        api,
-        no_stream: false,
-        dataset: "synthetic".into(),
-        synthetic_config: Some(synthetic_config),
-        request_count: None,
-        tokenizer: None,
-        max_output_len: 256,
-        concurrency: l.concurrency,
-        request_rate: Vec::new(),
-        distribution: crate::cli::Arrival::Poisson,
-        seed: 1,
-        warmup: l.warmup,
-        sampling_params: None,
-        slo: None,
-        timeout: 600.0,
-        max_connections: 1000,
-        cacert: None,
-        cert: None,
-        key: None,
-        crl: Vec::new(),
-        out: None,
-        json: false,
-    };
-    crate::llm::run::measure(&a, stop)
+    s.dataset = Dataset::Synthetic(Some(synthetic_config));
+    s.concurrency = l.concurrency;
+    s.warmup = l.warmup;
+    crate::llm::measure(&s.plan()?, progress, stop)
 }
 
 /// The settings of a profile's `[train]` stage (telemetry at 1 s, events beside the report).
@@ -139,5 +103,6 @@ pub fn train_settings(
         export_onnx: None,
         mllog: Some(dir.join("train.mllog")),
         peak_power: false,
+        command_line: vec![format!("acceval grade ([train] {})", t.workload)],
     })
 }

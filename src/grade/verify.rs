@@ -1,37 +1,44 @@
-//! `acceval verify DIR` and `acceval report DIR`: re-hash every file of a report folder
-//! against `manifest.json`, check `report.json` against its schema, and render the views
-//! again from `report.json` alone.
+//! `acceval verify DIR` and `acceval report DIR`: check a report folder — every file against
+//! `manifest.json` (exactly the folder's files, sizes and SHA-256), `report.json` against its
+//! schema, the verdict recomputed from the clauses, the tool against the manifest, and the
+//! lab's ed25519 signature over the manifest — and render the views again from
+//! `report.json` alone.
 //!
 //! Report schema versions: `acceval.report/2` (this acceval) is read as the typed
 //! [`GradeReport`]; `acceval.report/1` (before the typed report) is still verified — its
 //! hashes and its committed schema `schemas/report.v1.schema.json` — but cannot be rendered.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use super::sign::{self, SIGNATURE_FILE, SignatureStatus};
+use crate::report::schema::Verdict;
 use crate::report::schema::grade::{GradeReport, Manifest, SCHEMA};
 use crate::util::fs::sha256_hex;
 
 /// The JSON Schema of `acceval.report/1` reports (committed as it was).
 pub const REPORT_V1_SCHEMA: &str = include_str!("../../schemas/report.v1.schema.json");
+/// The committed JSON Schema of `acceval.report/2` (generated from [`GradeReport`]; a test
+/// keeps it current).
+pub const REPORT_SCHEMA: &str = include_str!("../../schemas/report.schema.json");
 /// The schema id of the reports acceval wrote before the typed report.
 pub const SCHEMA_V1: &str = "acceval.report/1";
+/// The largest manifest `verify` reads, bytes.
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 /// What `verify` found.
 #[derive(Debug, Clone)]
 pub struct Verification {
-    /// Files whose hash matched.
+    /// Files whose size and hash matched.
     pub matched: usize,
     /// The report's schema id.
     pub schema: String,
+    pub signature: SignatureStatus,
     pub problems: Vec<String>,
 }
-
-/// The committed JSON Schema of `acceval.report/2` (generated from [`GradeReport`]; a test
-/// keeps it current).
-pub const REPORT_SCHEMA: &str = include_str!("../../schemas/report.schema.json");
 
 fn validate(schema: &Value, doc: &Value, what: &str, problems: &mut Vec<String>) {
     match jsonschema::validator_for(schema) {
@@ -47,63 +54,189 @@ fn validate(schema: &Value, doc: &Value, what: &str, problems: &mut Vec<String>)
     }
 }
 
-/// Checks a report folder.
-pub fn verify(dir: &Path) -> anyhow::Result<Verification> {
+/// A manifest entry must name a plain file of the folder itself.
+fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\\', '\0'])
+        && Path::new(name).components().count() == 1
+}
+
+/// Every manifest entry against the folder: names, duplicates, sizes, hashes, extras.
+fn check_files(dir: &Path, m: &Manifest, problems: &mut Vec<String>) -> usize {
+    if m.files.is_empty() {
+        problems.push("manifest.json lists no file: nothing would be verified".into());
+    }
+    let mut seen = BTreeSet::new();
+    let mut matched = 0;
+    for f in &m.files {
+        if !plain_name(&f.file) {
+            problems.push(format!(
+                "{:?}: not a file of the report folder (a path outside it, or a sub-folder)",
+                f.file
+            ));
+            continue;
+        }
+        if !seen.insert(f.file.as_str()) {
+            problems.push(format!("{}: listed twice in manifest.json", f.file));
+            continue;
+        }
+        if f.file == "manifest.json" || f.file == SIGNATURE_FILE {
+            problems.push(format!(
+                "{}: the manifest cannot list itself or its signature",
+                f.file
+            ));
+            continue;
+        }
+        let p = dir.join(&f.file);
+        let meta = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) => {
+                problems.push(format!("{}: missing ({e})", f.file));
+                continue;
+            }
+        };
+        if !meta.is_file() {
+            problems.push(format!(
+                "{}: not a regular file (a link or a folder)",
+                f.file
+            ));
+            continue;
+        }
+        let b = match std::fs::read(&p) {
+            Ok(b) => b,
+            Err(e) => {
+                problems.push(format!("{}: unreadable ({e})", f.file));
+                continue;
+            }
+        };
+        let got = sha256_hex(&b);
+        let size_ok = f.bytes == Some(b.len() as u64);
+        if got != f.sha256 || !size_ok {
+            problems.push(format!(
+                "{}: changed (SHA-256 {got}, {} bytes; the manifest records {}, {} bytes)",
+                f.file,
+                b.len(),
+                f.sha256,
+                f.bytes
+                    .map(|b| b.to_string())
+                    .unwrap_or_else(|| "no size".into())
+            ));
+        } else {
+            matched += 1;
+        }
+    }
+    // Exactly the folder's files: nothing added beside the manifest.
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == "manifest.json" || name == SIGNATURE_FILE || seen.contains(name.as_str()) {
+                continue;
+            }
+            problems.push(format!("{name}: in the folder but not in manifest.json"));
+        }
+    }
+    matched
+}
+
+/// report.json against its schema, its verdict against its clauses, its tool against the
+/// manifest.
+fn check_report(dir: &Path, m: &Manifest, problems: &mut Vec<String>) -> String {
+    let report: Option<Value> = std::fs::read(dir.join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let Some(r) = report else {
+        problems.push("report.json: missing or not JSON".into());
+        return String::new();
+    };
+    let id = r["schema"].as_str().unwrap_or("").to_string();
+    if id == SCHEMA_V1 {
+        match serde_json::from_str::<Value>(REPORT_V1_SCHEMA) {
+            Ok(s) => validate(&s, &r, "schemas/report.v1.schema.json", problems),
+            Err(e) => problems.push(format!("the v1 schema is not JSON: {e}")),
+        }
+        return id;
+    }
+    if id != SCHEMA {
+        problems.push(format!(
+            "report.json has schema '{id}'; this acceval reads {SCHEMA} and {SCHEMA_V1}"
+        ));
+        return id;
+    }
+    match serde_json::from_str::<Value>(REPORT_SCHEMA) {
+        Ok(s) => validate(&s, &r, "schemas/report.schema.json", problems),
+        Err(e) => problems.push(format!("the report schema is not JSON: {e}")),
+    }
+    match serde_json::from_value::<GradeReport>(r) {
+        Ok(g) => {
+            let want = super::clauses::overall(&g.profile, &g.stages, &g.clauses);
+            if g.verdict != want {
+                problems.push(format!(
+                    "report.json says {} but its clauses and stages give {want}",
+                    g.verdict
+                ));
+            }
+            if g.complete != (g.verdict != Verdict::Incomplete) {
+                problems.push("report.json: `complete` contradicts the verdict".into());
+            }
+            if g.tool != m.tool {
+                problems.push(format!(
+                    "report.json names acceval {} ({}), the manifest {} ({})",
+                    g.tool.version, g.tool.git_commit, m.tool.version, m.tool.git_commit
+                ));
+            }
+            if g.command_line != m.command_line {
+                problems
+                    .push("report.json and manifest.json record different command lines".into());
+            }
+            for f in super::files::expected_names(&g) {
+                if !m.files.iter().any(|x| x.file == f) {
+                    problems.push(format!(
+                        "{f}: what report.json says was measured needs it, and manifest.json does not list it"
+                    ));
+                }
+            }
+            // The views must be what report.json renders to.
+            for (f, view) in [
+                ("report.md", crate::report::compliance::markdown(&g)),
+                ("report.html", crate::report::compliance::html(&g)),
+            ] {
+                if std::fs::read(dir.join(f)).is_ok_and(|b| b != view.as_bytes()) {
+                    problems.push(format!("{f}: differs from what report.json renders to"));
+                }
+            }
+        }
+        Err(e) => problems.push(format!("report.json is not a {SCHEMA} report: {e}")),
+    }
+    id
+}
+
+/// Checks a report folder; `pubkey` checks the lab's signature too.
+pub fn verify(dir: &Path, pubkey: Option<&Path>) -> anyhow::Result<Verification> {
     let mpath = dir.join("manifest.json");
+    let meta = std::fs::symlink_metadata(&mpath)
+        .with_context(|| format!("reading '{}'", mpath.display()))?;
+    if !meta.is_file() || meta.len() > MAX_MANIFEST_BYTES {
+        bail!(
+            "'{}' is not a regular file of at most {MAX_MANIFEST_BYTES} bytes",
+            mpath.display()
+        );
+    }
     let bytes = std::fs::read(&mpath).with_context(|| format!("reading '{}'", mpath.display()))?;
     let manifest: Manifest = serde_json::from_slice(&bytes)
         .with_context(|| format!("'{}' is not an acceval manifest", mpath.display()))?;
     let mut problems = Vec::new();
-    let mut matched = 0;
-    for f in &manifest.files {
-        match std::fs::read(dir.join(&f.file)) {
-            Ok(b) => {
-                let got = sha256_hex(&b);
-                if got == f.sha256 {
-                    matched += 1;
-                } else {
-                    problems.push(format!(
-                        "{}: changed (SHA-256 {got}, {} bytes; the manifest records {}, {} bytes)",
-                        f.file,
-                        b.len(),
-                        f.sha256,
-                        f.bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into())
-                    ));
-                }
-            }
-            Err(e) => problems.push(format!("{}: missing ({e})", f.file)),
-        }
+    let matched = check_files(dir, &manifest, &mut problems);
+    let schema = check_report(dir, &manifest, &mut problems);
+    let signature = sign::check(dir, pubkey)?;
+    if let SignatureStatus::Invalid(why) = &signature {
+        problems.push(format!("signature: {why}"));
     }
-    let report: Option<Value> = std::fs::read(dir.join("report.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let schema = match &report {
-        Some(r) => {
-            let id = r["schema"].as_str().unwrap_or("").to_string();
-            if id == SCHEMA_V1 {
-                let s: Value = serde_json::from_str(REPORT_V1_SCHEMA)?;
-                validate(&s, r, "schemas/report.v1.schema.json", &mut problems);
-            } else if id == SCHEMA {
-                let s: Value = serde_json::from_str(REPORT_SCHEMA)?;
-                validate(&s, r, "schemas/report.schema.json", &mut problems);
-                if let Err(e) = serde_json::from_value::<GradeReport>(r.clone()) {
-                    problems.push(format!("report.json is not a {SCHEMA} report: {e}"));
-                }
-            } else {
-                problems.push(format!(
-                    "report.json has schema '{id}'; this acceval reads {SCHEMA} and {SCHEMA_V1}"
-                ));
-            }
-            id
-        }
-        None => {
-            problems.push("report.json: missing or not JSON".into());
-            String::new()
-        }
-    };
     Ok(Verification {
         matched,
         schema,
+        signature,
         problems,
     })
 }
@@ -126,5 +259,18 @@ pub fn read_report(dir: &Path) -> anyhow::Result<GradeReport> {
             p.display(),
             other.unwrap_or("(none)")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_names_stay_inside_the_folder() {
+        for bad in ["", ".", "..", "../x", "/etc/hostname", "a/b", "x\0y"] {
+            assert!(!plain_name(bad), "{bad:?}");
+        }
+        assert!(plain_name("report.json") && plain_name(".hidden"));
     }
 }

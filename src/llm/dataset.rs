@@ -1,12 +1,14 @@
 //! Prompts for `acceval llm`: MindIE's synthetic data (input and output lengths drawn from
 //! uniform, gaussian or zipf distributions, clipped to [MinValue, MaxValue]; the prompt is
-//! the token "A" repeated) and JSONL prompt files.
+//! the token "A" repeated) and JSONL prompt files. Without a configuration, the synthetic
+//! data follows [`default_synthetic`], the sample `synthetic_config.json` MindIE ships.
 
 use std::path::Path;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+pub use crate::report::schema::llm::{LengthDist, SyntheticConfig};
 use crate::util::rng::SplitMix64;
 
 /// One request to send.
@@ -18,98 +20,97 @@ pub struct Prompt {
     pub requested_input_tokens: Option<u64>,
 }
 
-const MAX_LEN: u64 = 1 << 20;
+/// MindIE's largest token count and request count (2^20).
+pub const MAX_LEN: u64 = 1 << 20;
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum Dist {
-    Uniform {
-        min: u64,
-        max: u64,
-    },
-    Gaussian {
-        mean: f64,
-        var: f64,
-        min: u64,
-        max: u64,
-    },
-    Zipf {
-        alpha: f64,
-        min: u64,
-        max: u64,
-    },
+/// The sample `synthetic_config.json` MindIE Benchmark ships (its documentation's example):
+/// input lengths uniform in [1, 200], output lengths gaussian (mean 100, variance 200)
+/// clipped to [1, 100], 100 requests.
+pub fn default_synthetic() -> SyntheticConfig {
+    SyntheticConfig {
+        input: LengthDist::Uniform { min: 1, max: 200 },
+        output: LengthDist::Gaussian {
+            mean: 100.0,
+            var: 200.0,
+            min: 1,
+            max: 100,
+        },
+        request_count: 100,
+    }
 }
 
-impl Dist {
-    fn parse(v: &Value, what: &str) -> anyhow::Result<Dist> {
-        let method = v.get("Method").and_then(|m| m.as_str()).ok_or_else(|| {
-            anyhow::anyhow!("{what}.Method is missing: uniform, gaussian or zipf")
-        })?;
-        let params = v
-            .get("Params")
-            .ok_or_else(|| anyhow::anyhow!("{what}.Params is missing"))?;
-        let num = |k: &str| -> anyhow::Result<f64> {
-            params
-                .get(k)
-                .and_then(|x| x.as_f64())
-                .ok_or_else(|| anyhow::anyhow!("{what}.Params.{k} is missing or not a number"))
-        };
-        let len = |k: &str| -> anyhow::Result<u64> {
-            let x = num(k)?;
-            if x.fract() != 0.0 || !(1.0..=MAX_LEN as f64).contains(&x) {
-                bail!("{what}.Params.{k} = {x}: a token count in [1, {MAX_LEN}] (2^20)");
-            }
-            Ok(x as u64)
-        };
-        let (min, max) = (len("MinValue")?, len("MaxValue")?);
-        if min > max {
-            bail!("{what}.Params: MinValue {min} is above MaxValue {max}");
+/// One length distribution of a synthetic_config.json, checked against MindIE's ranges;
+/// `what` names it in messages (`FILE: Input`).
+fn parse_dist(v: &Value, what: &str) -> anyhow::Result<LengthDist> {
+    let method = v
+        .get("Method")
+        .and_then(|m| m.as_str())
+        .ok_or_else(|| anyhow::anyhow!("{what}.Method is missing: uniform, gaussian or zipf"))?;
+    let params = v
+        .get("Params")
+        .ok_or_else(|| anyhow::anyhow!("{what}.Params is missing"))?;
+    let num = |k: &str| -> anyhow::Result<f64> {
+        params
+            .get(k)
+            .and_then(|x| x.as_f64())
+            .ok_or_else(|| anyhow::anyhow!("{what}.Params.{k} is missing or not a number"))
+    };
+    let len = |k: &str| -> anyhow::Result<u64> {
+        let x = num(k)?;
+        if x.fract() != 0.0 || !(1.0..=MAX_LEN as f64).contains(&x) {
+            bail!("{what}.Params.{k} = {x}: a token count in [1, {MAX_LEN}] (2^20)");
         }
-        Ok(match method {
-            "uniform" => Dist::Uniform { min, max },
-            "gaussian" => {
-                let (mean, var) = (num("Mean")?, num("Var")?);
-                if !(-3.0e38..=3.0e38).contains(&mean) {
-                    bail!("{what}.Params.Mean = {mean}: allowed range [-3.0e38, 3.0e38]");
-                }
-                if !(0.0..=3.0e38).contains(&var) {
-                    bail!("{what}.Params.Var = {var}: allowed range [0, 3.0e38]");
-                }
-                Dist::Gaussian {
-                    mean,
-                    var,
-                    min,
-                    max,
-                }
-            }
-            "zipf" => {
-                let alpha = num("Alpha")?;
-                if !(alpha > 1.0 && alpha <= 10.0) {
-                    bail!("{what}.Params.Alpha = {alpha}: allowed range (1.0, 10.0]");
-                }
-                Dist::Zipf { alpha, min, max }
-            }
-            m => bail!("{what}.Method '{m}': use uniform, gaussian or zipf"),
-        })
+        Ok(x as u64)
+    };
+    let (min, max) = (len("MinValue")?, len("MaxValue")?);
+    if min > max {
+        bail!("{what}.Params: MinValue {min} is above MaxValue {max}");
     }
-
-    /// One draw, clipped to [min, max].
-    pub fn sample(&self, rng: &mut SplitMix64) -> u64 {
-        let (x, min, max) = match *self {
-            Dist::Uniform { min, max } => (
-                min as f64 + (rng.unit() * (max - min + 1) as f64).floor(),
-                min,
-                max,
-            ),
-            Dist::Gaussian {
+    Ok(match method {
+        "uniform" => LengthDist::Uniform { min, max },
+        "gaussian" => {
+            let (mean, var) = (num("Mean")?, num("Var")?);
+            if !(-3.0e38..=3.0e38).contains(&mean) {
+                bail!("{what}.Params.Mean = {mean}: allowed range [-3.0e38, 3.0e38]");
+            }
+            if !(0.0..=3.0e38).contains(&var) {
+                bail!("{what}.Params.Var = {var}: allowed range [0, 3.0e38]");
+            }
+            LengthDist::Gaussian {
                 mean,
                 var,
                 min,
                 max,
-            } => (mean + var.sqrt() * normal(rng), min, max),
-            Dist::Zipf { alpha, min, max } => (zipf(alpha, rng) as f64, min, max),
-        };
-        x.round().clamp(min as f64, max as f64) as u64
-    }
+            }
+        }
+        "zipf" => {
+            let alpha = num("Alpha")?;
+            if !(alpha > 1.0 && alpha <= 10.0) {
+                bail!("{what}.Params.Alpha = {alpha}: allowed range (1.0, 10.0]");
+            }
+            LengthDist::Zipf { alpha, min, max }
+        }
+        m => bail!("{what}.Method '{m}': use uniform, gaussian or zipf"),
+    })
+}
+
+/// One draw, clipped to [min, max].
+pub fn sample(d: &LengthDist, rng: &mut SplitMix64) -> u64 {
+    let (x, min, max) = match *d {
+        LengthDist::Uniform { min, max } => (
+            min as f64 + (rng.unit() * (max - min + 1) as f64).floor(),
+            min,
+            max,
+        ),
+        LengthDist::Gaussian {
+            mean,
+            var,
+            min,
+            max,
+        } => (mean + var.sqrt() * normal(rng), min, max),
+        LengthDist::Zipf { alpha, min, max } => (zipf(alpha, rng) as f64, min, max),
+    };
+    x.round().clamp(min as f64, max as f64) as u64
 }
 
 /// A standard normal by Box–Muller.
@@ -138,23 +139,19 @@ fn zipf(alpha: f64, rng: &mut SplitMix64) -> u64 {
     }
 }
 
-/// MindIE's synthetic_config.json.
-pub fn synthetic(path: &Path, seed: u64) -> anyhow::Result<Vec<Prompt>> {
+/// Reads and checks MindIE's synthetic_config.json.
+pub fn read_synthetic(path: &Path) -> anyhow::Result<SyntheticConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("--synthetic-config '{}'", path.display()))?;
     let v: Value = serde_json::from_str(&text)
         .with_context(|| format!("--synthetic-config '{}' is not JSON", path.display()))?;
     let f = path.display();
-    let input = Dist::parse(
-        v.get("Input")
-            .ok_or_else(|| anyhow::anyhow!("{f}: 'Input' is missing"))?,
-        &format!("{f}: Input"),
-    )?;
-    let output = Dist::parse(
-        v.get("Output")
-            .ok_or_else(|| anyhow::anyhow!("{f}: 'Output' is missing"))?,
-        &format!("{f}: Output"),
-    )?;
+    let part = |k: &str| {
+        v.get(k)
+            .ok_or_else(|| anyhow::anyhow!("{f}: '{k}' is missing"))
+            .and_then(|x| parse_dist(x, &format!("{f}: {k}")))
+    };
+    let (input, output) = (part("Input")?, part("Output")?);
     let n = v
         .get("RequestCount")
         .and_then(|x| x.as_u64())
@@ -162,18 +159,33 @@ pub fn synthetic(path: &Path, seed: u64) -> anyhow::Result<Vec<Prompt>> {
     if !(1..=MAX_LEN).contains(&n) {
         bail!("{f}: RequestCount = {n}: allowed range [1, {MAX_LEN}] (2^20)");
     }
+    Ok(SyntheticConfig {
+        input,
+        output,
+        request_count: n,
+    })
+}
+
+/// The prompts of a synthetic configuration: lengths drawn with `seed`, each prompt "A"
+/// repeated (space-separated) to its input length.
+pub fn synthetic_prompts(c: &SyntheticConfig, seed: u64) -> Vec<Prompt> {
     let mut rng = SplitMix64(seed);
-    Ok((0..n)
+    (0..c.request_count)
         .map(|_| {
-            let i = input.sample(&mut rng);
-            let o = output.sample(&mut rng);
+            let i = sample(&c.input, &mut rng);
+            let o = sample(&c.output, &mut rng);
             Prompt {
                 text: vec!["A"; i as usize].join(" "),
                 max_tokens: o,
                 requested_input_tokens: Some(i),
             }
         })
-        .collect())
+        .collect()
+}
+
+/// MindIE's synthetic_config.json, read and drawn.
+pub fn synthetic(path: &Path, seed: u64) -> anyhow::Result<Vec<Prompt>> {
+    Ok(synthetic_prompts(&read_synthetic(path)?, seed))
 }
 
 /// One `{"prompt": ..., "max_tokens": ...}` per line; `max_tokens` defaults to `default_max`.
@@ -259,6 +271,22 @@ mod tests {
             / 2000.0;
         // Zipf(2): P(1) = 1/zeta(2) = 0.608.
         assert!((ones - 0.608).abs() < 0.04, "{ones}");
+    }
+
+    #[test]
+    fn the_default_is_mindies_sample() {
+        let d = default_synthetic();
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            r#"{"Input":{"Method":"uniform","Params":{"MinValue":1,"MaxValue":200}},"Output":{"Method":"gaussian","Params":{"Mean":100.0,"Var":200.0,"MinValue":1,"MaxValue":100}},"RequestCount":100}"#
+        );
+        // It reads back through the checked parser.
+        let dir = tempfile::tempdir().unwrap();
+        let p = cfg(dir.path(), &serde_json::to_string(&d).unwrap());
+        assert_eq!(read_synthetic(&p).unwrap(), d);
+        let a = synthetic_prompts(&d, 1);
+        assert_eq!(a.len(), 100);
+        assert!(a.iter().all(|x| (1..=100).contains(&x.max_tokens)));
     }
 
     #[test]

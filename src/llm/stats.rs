@@ -3,22 +3,8 @@
 //! SLO_P90 is the P90 of the per-request means. Percentiles interpolate linearly (numpy's
 //! default), as everywhere in acceval.
 
-use serde::Serialize;
-
 use crate::measure::stats::quantile_sorted;
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[allow(non_snake_case)]
-pub struct MindieStat {
-    pub average: f64,
-    pub max: f64,
-    pub min: f64,
-    pub P75: f64,
-    pub P90: f64,
-    pub SLO_P90: f64,
-    pub P99: f64,
-    pub N: usize,
-}
+pub use crate::report::schema::llm::MindieStat;
 
 /// The statistics of pooled `samples`, with SLO_P90 over `per_request_means` (the same as
 /// the samples for per-request metrics). `None` without samples.

@@ -1,14 +1,17 @@
 //! The HTTP(S) client of the load generator: hyper's pooled HTTP/1.1 client over rustls.
 //! Certificates are verified by default (the system's roots, or `--cacert`); `--cert/--key`
 //! present a client certificate; `--crl` checks the server's chain against revocation lists.
+//! The client counts the requests it sends (to reconcile with a server's own counter), tells
+//! a failed request's kind from hyper's error, and reads response bodies under a cap.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
+use hyper::body::{Bytes, Incoming};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -16,10 +19,12 @@ use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
 
-pub type Client = HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>;
+use crate::report::schema::qps::FailureKind;
 
-/// TLS settings from the command line.
-#[derive(Debug, Clone, Default)]
+type Pool = HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// TLS settings (`--cacert`, `--cert`, `--key`, `--crl`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tls {
     pub cacert: Option<PathBuf>,
     pub cert: Option<PathBuf>,
@@ -87,74 +92,71 @@ fn tls_config(t: &Tls) -> anyhow::Result<rustls::ClientConfig> {
     })
 }
 
-/// A pooled client keeping up to `max_connections` idle connections per host.
-pub fn build(tls: &Tls, max_connections: usize, timeout: Duration) -> anyhow::Result<Client> {
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    http.set_connect_timeout(Some(timeout));
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls_config(tls)?)
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(http);
-    Ok(HyperClient::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(max_connections)
-        .pool_idle_timeout(Duration::from_secs(90))
-        .build(https))
+/// A pooled HTTP(S) client that counts what it sends; cheap to clone (clones share the pool
+/// and the count).
+#[derive(Clone)]
+pub struct Client {
+    pool: Pool,
+    issued: Arc<AtomicU64>,
 }
 
-/// How a request ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Outcome {
-    Ok,
-    /// A non-2xx status.
-    Status(u16),
-    Timeout,
-    /// The connection could not be made (refused, unreachable, TLS handshake).
-    Connect,
-    /// The server closed or reset the connection before the response was complete.
-    Closed,
-    /// Anything else on the wire.
-    Other,
-}
-
-impl Outcome {
-    pub fn label(self) -> String {
-        match self {
-            Outcome::Ok => "ok".into(),
-            Outcome::Status(s) => format!("http_{s}"),
-            Outcome::Timeout => "timeout".into(),
-            Outcome::Connect => "connection_failed".into(),
-            Outcome::Closed => "connection_closed".into(),
-            Outcome::Other => "other".into(),
-        }
-    }
-    pub fn code(self) -> u32 {
-        match self {
-            Outcome::Ok => 1,
-            Outcome::Timeout => 2,
-            Outcome::Connect => 3,
-            Outcome::Closed => 4,
-            Outcome::Other => 5,
-            Outcome::Status(s) => 1000 + s as u32,
-        }
-    }
-    pub fn from_code(c: u32) -> Option<Outcome> {
-        Some(match c {
-            1 => Outcome::Ok,
-            2 => Outcome::Timeout,
-            3 => Outcome::Connect,
-            4 => Outcome::Closed,
-            5 => Outcome::Other,
-            c if c >= 1000 => Outcome::Status((c - 1000) as u16),
-            _ => return None,
+impl Client {
+    /// A client keeping up to `max_connections` idle connections per host. Call inside a
+    /// tokio runtime.
+    pub fn new(tls: &Tls, max_connections: usize, timeout: Duration) -> anyhow::Result<Client> {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(timeout));
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls_config(tls)?)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let pool = HyperClient::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(max_connections)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build(https);
+        Ok(Client {
+            pool,
+            issued: Arc::new(AtomicU64::new(0)),
         })
     }
+
+    /// Sends `req` (counted in [`Client::issued`]) and waits for the response head.
+    pub async fn send(
+        &self,
+        req: hyper::Request<Full<Bytes>>,
+    ) -> Result<hyper::Response<Incoming>, (FailureKind, String)> {
+        self.issued.fetch_add(1, Ordering::Relaxed);
+        self.pool.request(req).await.map_err(|e| classify(&e))
+    }
+
+    /// A GET whose body is read whole (up to `cap` bytes): metadata, not load.
+    pub async fn get(&self, url: &str, cap: usize) -> Result<(u16, Vec<u8>), String> {
+        let req = hyper::Request::get(url)
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| format!("{url}: {e}"))?;
+        let r = self.pool.request(req).await.map_err(|e| classify(&e).1)?;
+        let status = r.status().as_u16();
+        let body = collect(r.into_body(), cap)
+            .await
+            .map_err(|e| e.to_string())?;
+        if body.cut {
+            return Err(format!("{url}: the answer is over {cap} bytes"));
+        }
+        Ok((status, body.bytes))
+    }
+
+    /// Requests sent through this client and its clones (warm-ups and probes included; a
+    /// metadata GET excluded).
+    pub fn issued(&self) -> u64 {
+        self.issued.load(Ordering::Relaxed)
+    }
 }
 
-/// The classification of a client error, with its full message.
-pub fn classify(e: &hyper_util::client::legacy::Error) -> (Outcome, String) {
+/// The kind of a client error, with its full message (the chain of causes).
+pub fn classify(e: &hyper_util::client::legacy::Error) -> (FailureKind, String) {
     let mut msg = e.to_string();
     let mut src: Option<&dyn std::error::Error> = std::error::Error::source(e);
     let mut closed = false;
@@ -180,85 +182,68 @@ pub fn classify(e: &hyper_util::client::legacy::Error) -> (Outcome, String) {
         src = s.source();
     }
     let kind = if e.is_connect() {
-        Outcome::Connect
+        FailureKind::ConnectionFailed
     } else if closed {
-        Outcome::Closed
+        FailureKind::ConnectionClosed
     } else {
-        Outcome::Other
+        FailureKind::Other
     };
     (kind, msg)
 }
 
-/// Requests this process has sent (warm-ups and probes included), to reconcile with a
-/// server's own counters.
-pub static ISSUED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// What one request needs: where, and the prepared body.
-#[derive(Clone)]
-pub struct Target {
-    pub uri: hyper::Uri,
-    pub body: Bytes,
-    pub header_len: Option<usize>,
+/// A body read under a cap.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// The bytes read (at most the cap).
+    pub bytes: Vec<u8>,
+    /// The body was longer than the cap; the rest was not read.
+    pub cut: bool,
 }
 
-/// Sends one request and reads the whole response; returns the outcome, the response
-/// (status, header length, body) when there is one, and the error text when there is one.
-pub async fn send(
-    client: &Client,
-    t: &Target,
-    timeout: Duration,
-) -> (
-    Outcome,
-    Option<(u16, Option<String>, Bytes)>,
-    Option<String>,
-) {
-    let mut b = hyper::Request::post(t.uri.clone()).header(
-        "content-type",
-        if t.header_len.is_some() {
-            "application/octet-stream"
-        } else {
-            "application/json"
-        },
-    );
-    if let Some(n) = t.header_len {
-        b = b.header(crate::protocol::kserve::HEADER_LENGTH, n);
+/// A body that broke off.
+#[derive(Debug, thiserror::Error)]
+#[error("reading the response: {0}")]
+pub struct BodyError(String);
+
+/// Reads `body` into memory, at most `cap` bytes (then stops reading: the connection is
+/// dropped, not drained).
+pub async fn collect(mut body: Incoming, cap: usize) -> Result<Collected, BodyError> {
+    let mut out = Collected::default();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| BodyError(e.to_string()))?;
+        if let Some(d) = frame.data_ref() {
+            let room = cap - out.bytes.len();
+            if d.len() > room {
+                out.bytes.extend_from_slice(&d[..room]);
+                out.cut = true;
+                return Ok(out);
+            }
+            out.bytes.extend_from_slice(d);
+        }
     }
-    let req = b.body(Full::new(t.body.clone())).expect("a valid request");
-    ISSUED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let fut = async {
-        let resp = client.request(req).await;
-        match resp {
-            Err(e) => Err(classify(&e)),
-            Ok(r) => {
-                let status = r.status().as_u16();
-                let hl = r
-                    .headers()
-                    .get(crate::protocol::kserve::HEADER_LENGTH)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string);
-                match r.into_body().collect().await {
-                    Ok(body) => Ok((status, hl, body.to_bytes())),
-                    Err(e) => Err((Outcome::Closed, format!("reading the response: {e}"))),
-                }
+    Ok(out)
+}
+
+/// Reads `body` to its end without keeping it; `Ok(None)` once it passes `cap` bytes.
+pub async fn drain(mut body: Incoming, cap: u64) -> Result<Option<u64>, BodyError> {
+    let mut n = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| BodyError(e.to_string()))?;
+        if let Some(d) = frame.data_ref() {
+            n += d.len() as u64;
+            if n > cap {
+                return Ok(None);
             }
         }
-    };
-    match tokio::time::timeout(timeout, fut).await {
-        Err(_) => (
-            Outcome::Timeout,
-            None,
-            Some(format!("no response within {:.1} s", timeout.as_secs_f64())),
-        ),
-        Ok(Err((k, m))) => (k, None, Some(m)),
-        Ok(Ok((status, hl, body))) => {
-            let o = if (200..300).contains(&status) {
-                Outcome::Ok
-            } else {
-                Outcome::Status(status)
-            };
-            let err = (o != Outcome::Ok)
-                .then(|| String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned());
-            (o, Some((status, hl, body)), err)
-        }
     }
+    Ok(Some(n))
+}
+
+/// The start of an error body as text, for a failure message.
+pub fn error_text(c: &Collected) -> String {
+    let mut s = String::from_utf8_lossy(&c.bytes[..c.bytes.len().min(300)]).into_owned();
+    if c.cut {
+        s.push_str(" [error body over the --max-error-bytes cap, not read further]");
+    }
+    s
 }

@@ -1,27 +1,7 @@
 //! Latency bounds (`--slo p99<=50ms,avg<=20ms`) and their evaluation on samples.
 
-use serde::Serialize;
-
 use crate::measure::stats::quantile_sorted;
-
-/// The statistic a bound applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Stat {
-    Avg,
-    Max,
-    /// A percentile, as a fraction (0.99).
-    Quantile(f64),
-}
-
-/// One bound: `stat <= limit_ms`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Bound {
-    /// As written, e.g. `p99`.
-    pub stat_name: String,
-    pub stat: Stat,
-    pub limit_ms: f64,
-}
+pub use crate::report::schema::qps::{Bound, Stat};
 
 impl Bound {
     /// The statistic of `sorted_ms` (ascending), numpy-linear percentiles.

@@ -2,5 +2,6 @@
 
 pub mod bench;
 pub mod harness;
+pub mod placement;
 pub mod run;
 pub mod stats;

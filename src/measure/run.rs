@@ -85,10 +85,13 @@ pub fn run_model(s: &RunSettings) -> anyhow::Result<(RunReport, Vec<HostTensor>)
         steady.push(t.elapsed().as_secs_f64() * 1e3);
         drop(out);
     }
-    let placement = if s.placement {
-        Some(placement_record(session.placement()?, &s.backend.spec))
+    let (placement, placement_summary) = if s.placement {
+        let p = session.placement()?;
+        let a = crate::model::analyse(&model, &s.shapes)?;
+        let summary = crate::measure::placement::summarise(&s.backend, &a, Ok(p.clone()));
+        (Some(placement_record(p, &s.backend.spec)), Some(summary))
     } else {
-        None
+        (None, None)
     };
     let report = RunReport {
         schema: "acceval.run/1".into(),
@@ -103,6 +106,7 @@ pub fn run_model(s: &RunSettings) -> anyhow::Result<(RunReport, Vec<HostTensor>)
         outputs: outputs.iter().map(describe_output).collect(),
         output_file: None,
         placement,
+        placement_summary,
     };
     Ok((report, outputs))
 }

@@ -164,6 +164,31 @@ pub fn value_info(name: &str, dt: DataType, dims: &[i64]) -> ValueInfoProto {
     }
 }
 
+/// A value description whose dims are written as `dim_value` verbatim, negative and zero
+/// ones included (Paddle's and some TensorFlow exporters' way of marking a dynamic dim);
+/// `None` for the shape writes no shape at all.
+pub fn value_info_verbatim(name: &str, dt: DataType, dims: Option<&[i64]>) -> ValueInfoProto {
+    let shape = dims.map(|dims| TensorShapeProto {
+        dim: dims
+            .iter()
+            .map(|&d| DimensionProto {
+                dim_value: Some(d),
+                dim_param: None,
+            })
+            .collect(),
+    });
+    ValueInfoProto {
+        name: name.to_string(),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TypeProtoTensor {
+                elem_type: dt.0,
+                shape,
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
 /// A node of domain `domain` (e.g. `com.microsoft`).
 pub fn node_in(
     domain: &str,
@@ -211,6 +236,11 @@ impl GraphBuilder {
     }
     pub fn output(mut self, name: &str, dt: DataType, dims: &[i64]) -> Self {
         self.graph.output.push(value_info(name, dt, dims));
+        self
+    }
+    /// An output of unknown shape (for models other tools must accept as they are).
+    pub fn output_unshaped(mut self, name: &str, dt: DataType) -> Self {
+        self.graph.output.push(value_info_verbatim(name, dt, None));
         self
     }
     pub fn init(mut self, t: TensorProto) -> Self {

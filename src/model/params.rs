@@ -7,65 +7,19 @@
 //! byte). Integer tensors that only feed shape-like inputs (`Reshape`'s shape, `Slice`'s
 //! starts/ends/axes/steps, `Pad`'s pads, `Resize`'s scales/sizes, ...), directly or through
 //! shape arithmetic, are not parameters: they are listed separately as "shape tensors".
+//!
+//! Every stored tensor is checked first (`TensorProto::check`: dims against data, external
+//! files), and every sum is checked: counts never wrap.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use serde::Serialize;
-
 use super::onnx::{DataType, GraphProto, LoadError, NodeProto, TensorProto, stored_bytes};
-
-/// One stored tensor.
-#[derive(Debug, Clone, Serialize)]
-pub struct StoredTensor {
-    pub name: String,
-    pub elem_type: &'static str,
-    pub dims: Vec<i64>,
-    pub count: u64,
-    pub bytes: u64,
-    /// `initializer`, `sparse_initializer`, `constant_node`, or `external` (initializer
-    /// whose data is in an external file).
-    pub source: &'static str,
-    /// Where it is declared: `main` or the path of the subgraph (`node/then_branch`).
-    pub graph: String,
-    #[serde(skip)]
-    dtype: DataType,
-}
-
-/// Parameter totals for one element type.
-#[derive(Debug, Clone, Serialize)]
-pub struct TypeTotal {
-    pub elem_type: &'static str,
-    pub tensors: u64,
-    pub count: u64,
-    pub bytes: u64,
-}
-
-/// Parameters and shape tensors of a model.
-#[derive(Debug, Clone, Serialize)]
-pub struct ParamSummary {
-    /// Number of parameter elements.
-    pub count: u64,
-    /// Bytes the parameters occupy in their stored types.
-    pub bytes: u64,
-    /// `bytes` / 10^6 (the MB of Table 1).
-    pub mb: f64,
-    pub tensors: u64,
-    pub by_type: Vec<TypeTotal>,
-    /// How many of the parameter tensors keep their data in external files.
-    pub external_tensors: u64,
-    /// Every parameter tensor, in declaration order.
-    pub list: Vec<StoredTensor>,
-}
-
-/// The shape-like integer tensors excluded from the parameters.
-#[derive(Debug, Clone, Serialize)]
-pub struct ShapeTensors {
-    pub tensors: u64,
-    pub count: u64,
-    pub bytes: u64,
-    pub list: Vec<StoredTensor>,
-}
+use super::ops::is_onnx_domain;
+pub use crate::report::schema::inspect::{
+    ParamSummary, ShapeTensors, StoredTensor, TensorSource, TypeTotal,
+};
 
 /// How a node input is used, for the shape-tensor rule.
 fn is_shape_slot(op: &str, idx: usize) -> bool {
@@ -120,9 +74,10 @@ fn is_shape_arith(op: &str) -> bool {
     )
 }
 
-struct Use<'a> {
-    node: &'a NodeProto,
-    idx: usize,
+/// A float tensor counts as shape data only in scale/threshold slots.
+fn is_float_shape_slot(op: &str, idx: usize) -> bool {
+    matches!((op, idx), ("Resize", 1 | 2) | ("Upsample", 1))
+        || (op == "NonMaxSuppression" && idx >= 3)
 }
 
 /// Visits every graph of the model (main graph first, subgraphs depth-first).
@@ -141,76 +96,133 @@ pub fn for_each_graph<'a>(g: &'a GraphProto, path: &str, f: &mut dyn FnMut(&'a G
     }
 }
 
-fn tensor_of_constant(node: &NodeProto) -> Option<(TensorProto, &'static str)> {
-    let name = node.output.first()?.clone();
-    for a in &node.attribute {
-        let t = match a.name.as_str() {
-            "value" => a.t.clone(),
-            "sparse_value" => a.sparse_tensor.as_ref().and_then(|s| {
-                let mut v = s.values.clone()?;
-                v.dims = vec![v.numel() as i64];
-                Some(v)
-            }),
-            "value_float" => Some(TensorProto {
-                data_type: 1,
-                ..Default::default()
-            }),
-            "value_floats" => Some(TensorProto {
-                data_type: 1,
-                dims: vec![a.floats.len() as i64],
-                ..Default::default()
-            }),
-            "value_int" => Some(TensorProto {
-                data_type: 7,
-                int64_data: vec![a.i],
-                ..Default::default()
-            }),
-            "value_ints" => Some(TensorProto {
-                data_type: 7,
-                dims: vec![a.ints.len() as i64],
-                int64_data: a.ints.clone(),
-                ..Default::default()
-            }),
-            _ => None,
-        };
-        if let Some(mut t) = t {
-            t.name = name;
-            return Some((t, "constant_node"));
-        }
-    }
-    None
-}
-
-/// The tensors of `Constant` nodes and initializers of one graph, with their source.
-pub fn stored_tensors(g: &GraphProto) -> Vec<(TensorProto, &'static str)> {
-    let mut v: Vec<(TensorProto, &'static str)> = g
+/// The tensors of initializers, sparse initializers and `Constant` nodes of one graph,
+/// with their source.
+pub fn stored_tensors(g: &GraphProto) -> Vec<(Cow<'_, TensorProto>, TensorSource)> {
+    let mut v: Vec<(Cow<TensorProto>, TensorSource)> = g
         .initializer
         .iter()
         .map(|t| {
             let src = if t.is_external() {
-                "external"
+                TensorSource::External
             } else {
-                "initializer"
+                TensorSource::Initializer
             };
-            (t.clone(), src)
+            (Cow::Borrowed(t), src)
         })
         .collect();
     for s in &g.sparse_initializer {
         if let Some(values) = &s.values {
             let mut t = values.clone();
-            t.dims = vec![t.numel() as i64];
-            v.push((t, "sparse_initializer"));
+            if let Some(n) = t.numel().and_then(|n| i64::try_from(n).ok()) {
+                t.dims = vec![n];
+            }
+            v.push((Cow::Owned(t), TensorSource::SparseInitializer));
         }
     }
     for n in &g.node {
         if n.op_type == "Constant"
-            && (n.domain.is_empty() || n.domain == "ai.onnx")
-            && let Some(t) = tensor_of_constant(n)
+            && is_onnx_domain(&n.domain)
+            && let Some(t) = n.constant_tensor()
         {
-            v.push(t);
+            v.push((Cow::Owned(t), TensorSource::ConstantNode));
         }
     }
     v
+}
+
+/// A stored tensor as counted, with its type for the per-type totals.
+struct Counted {
+    tensor: StoredTensor,
+    dtype: DataType,
+}
+
+/// The checked count and bytes of one stored tensor.
+fn count(t: &TensorProto, model: &Path) -> Result<(u64, u64), LoadError> {
+    t.check(model)?;
+    // `check` has verified both fit.
+    let n = t.numel().unwrap_or(0);
+    Ok((n, stored_bytes(t.dtype(), n).unwrap_or(0)))
+}
+
+/// Every stored tensor of the model once by name (each checked, duplicates included), and
+/// every node of every graph.
+fn collect<'a>(
+    main: &'a GraphProto,
+    model: &Path,
+) -> Result<(Vec<Counted>, Vec<&'a NodeProto>), LoadError> {
+    let mut tensors = Vec::new();
+    let mut nodes = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut error: Option<LoadError> = None;
+    for_each_graph(main, "main", &mut |g, path| {
+        for s in &g.sparse_initializer {
+            if crate::model::shape::numel(&s.dims).is_none() && error.is_none() {
+                error = Some(LoadError::Tensor {
+                    model: model.to_path_buf(),
+                    tensor: s
+                        .values
+                        .as_ref()
+                        .map(|v| v.name.clone())
+                        .unwrap_or_default(),
+                    problem: format!(
+                        "is a sparse tensor of dims {:?}, which do not give a 64-bit element count",
+                        s.dims
+                    ),
+                });
+            }
+        }
+        for (t, source) in stored_tensors(g) {
+            let (n, bytes) = match count(&t, model) {
+                Ok(c) => c,
+                Err(e) => {
+                    error.get_or_insert(e);
+                    continue;
+                }
+            };
+            if !seen.insert(t.name.clone()) && !t.name.is_empty() {
+                continue;
+            }
+            tensors.push(Counted {
+                tensor: StoredTensor {
+                    name: t.name.clone(),
+                    elem_type: t.dtype().name().to_string(),
+                    dims: t.dims.clone(),
+                    count: n,
+                    bytes,
+                    source,
+                    graph: path.to_string(),
+                },
+                dtype: t.dtype(),
+            });
+        }
+        nodes.extend(g.node.iter());
+    });
+    match error {
+        Some(e) => Err(e),
+        None => Ok((tensors, nodes)),
+    }
+}
+
+/// Sums of counts and bytes, checked.
+fn sum<'a>(
+    list: impl Iterator<Item = &'a StoredTensor>,
+    model: &Path,
+) -> Result<(u64, u64), LoadError> {
+    let (mut n, mut b) = (0u64, 0u64);
+    for t in list {
+        match (n.checked_add(t.count), b.checked_add(t.bytes)) {
+            (Some(a), Some(c)) => (n, b) = (a, c),
+            _ => {
+                return Err(LoadError::Tensor {
+                    model: model.to_path_buf(),
+                    tensor: t.name.clone(),
+                    problem: "brings the parameter count past what a 64-bit count holds".into(),
+                });
+            }
+        }
+    }
+    Ok((n, b))
 }
 
 /// Collects and classifies every stored tensor of the model.
@@ -218,145 +230,173 @@ pub fn summarise(
     main: &GraphProto,
     model_path: &Path,
 ) -> Result<(ParamSummary, ShapeTensors), LoadError> {
-    let mut tensors: Vec<StoredTensor> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut uses: HashMap<String, Vec<Use>> = HashMap::new();
-    let mut error: Option<LoadError> = None;
-    for_each_graph(main, "main", &mut |g, path| {
-        for (t, source) in stored_tensors(g) {
-            if !seen.insert(t.name.clone()) && !t.name.is_empty() {
-                continue;
-            }
-            if let Err(e) = t.check_external(model_path) {
-                error.get_or_insert(e);
-            }
-            let count = t.numel();
-            tensors.push(StoredTensor {
-                name: t.name.clone(),
-                elem_type: t.dtype().name(),
-                dims: t.dims.clone(),
-                count,
-                bytes: stored_bytes(t.dtype(), count).unwrap_or(0),
-                source,
-                graph: path.to_string(),
-                dtype: t.dtype(),
-            });
-        }
-        for node in &g.node {
-            for (i, inp) in node.input.iter().enumerate() {
-                if !inp.is_empty() {
-                    uses.entry(inp.clone())
-                        .or_default()
-                        .push(Use { node, idx: i });
-                }
-            }
-        }
-    });
-    if let Some(e) = error {
-        return Err(e);
-    }
-    let shape_like = shape_like_values(&uses, &tensors);
-    let mut params = Vec::new();
-    let mut shapes = Vec::new();
-    for t in tensors {
-        if shape_like.contains(&t.name) {
-            shapes.push(t);
-        } else {
-            params.push(t);
-        }
-    }
-    let mut by: BTreeMap<DataType, TypeTotal> = BTreeMap::new();
+    let (tensors, nodes) = collect(main, model_path)?;
+    let shape_like: HashSet<String> = shape_like_values(&nodes, &tensors)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let (shapes, params): (Vec<Counted>, Vec<Counted>) = tensors
+        .into_iter()
+        .partition(|t| shape_like.contains(&t.tensor.name));
+    let mut by: BTreeMap<DataType, Vec<&StoredTensor>> = BTreeMap::new();
     for t in &params {
-        let e = by.entry(t.dtype).or_insert(TypeTotal {
-            elem_type: t.elem_type,
-            tensors: 0,
-            count: 0,
-            bytes: 0,
-        });
-        e.tensors += 1;
-        e.count += t.count;
-        e.bytes += t.bytes;
+        by.entry(t.dtype).or_default().push(&t.tensor);
     }
-    let count = params.iter().map(|t| t.count).sum();
-    let bytes: u64 = params.iter().map(|t| t.bytes).sum();
+    let mut by_type = Vec::with_capacity(by.len());
+    for (dt, list) in by {
+        let (count, bytes) = sum(list.iter().copied(), model_path)?;
+        by_type.push(TypeTotal {
+            elem_type: dt.name().to_string(),
+            tensors: list.len() as u64,
+            count,
+            bytes,
+        });
+    }
+    let params: Vec<StoredTensor> = params.into_iter().map(|t| t.tensor).collect();
+    let shapes: Vec<StoredTensor> = shapes.into_iter().map(|t| t.tensor).collect();
+    let (count, bytes) = sum(params.iter(), model_path)?;
+    let (s_count, s_bytes) = sum(shapes.iter(), model_path)?;
     let summary = ParamSummary {
         count,
         bytes,
         mb: bytes as f64 / 1e6,
         tensors: params.len() as u64,
-        by_type: by.into_values().collect(),
-        external_tensors: params.iter().filter(|t| t.source == "external").count() as u64,
+        by_type,
+        external_tensors: params
+            .iter()
+            .filter(|t| t.source == TensorSource::External)
+            .count() as u64,
         list: params,
     };
     let st = ShapeTensors {
         tensors: shapes.len() as u64,
-        count: shapes.iter().map(|t| t.count).sum(),
-        bytes: shapes.iter().map(|t| t.bytes).sum(),
+        count: s_count,
+        bytes: s_bytes,
         list: shapes,
     };
     Ok((summary, st))
 }
 
 /// Names of stored tensors that only feed shape-like inputs (directly or through shape
-/// arithmetic). Computed as a fixpoint over values: a value is shape-like when it has at
-/// least one use and every use is a shape slot, or an arithmetic node whose outputs are
-/// all shape-like.
-fn shape_like_values(
-    uses: &HashMap<String, Vec<Use>>,
-    tensors: &[StoredTensor],
-) -> HashSet<String> {
-    let mut shape_like: HashSet<String> = HashSet::new();
-    // Values produced by shape arithmetic are candidates too (they carry the property
-    // back to the stored tensors feeding them).
-    let mut candidates: Vec<String> = tensors
+/// arithmetic): a value is shape-like when it has at least one use and every use is a
+/// shape slot, or an arithmetic node whose outputs are all shape-like. The least fixpoint
+/// is found with a worklist, backwards from the shape slots: each value and node is
+/// visited a bounded number of times, so this is linear in the graph's size.
+fn shape_like_values<'a>(nodes: &[&'a NodeProto], tensors: &'a [Counted]) -> HashSet<&'a str> {
+    let mut uses: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+    let mut producers: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut candidates: Vec<&str> = tensors
         .iter()
         .filter(|t| t.dtype.is_integer() || t.dtype == DataType::BOOL || t.dtype.is_float())
-        .map(|t| t.name.clone())
+        .map(|t| t.tensor.name.as_str())
         .collect();
-    for us in uses.values() {
-        for u in us {
-            if is_shape_arith(&u.node.op_type) {
-                candidates.extend(u.node.output.iter().cloned());
+    // Outputs still to become shape-like, per arithmetic node.
+    let mut waiting: Vec<usize> = vec![0; nodes.len()];
+    for (ni, node) in nodes.iter().enumerate() {
+        let mut used = false;
+        for (i, inp) in node.input.iter().enumerate() {
+            if !inp.is_empty() {
+                uses.entry(inp.as_str()).or_default().push((ni, i));
+                used = true;
+            }
+        }
+        if used && is_shape_arith(&node.op_type) {
+            for o in node.output.iter().filter(|o| !o.is_empty()) {
+                candidates.push(o.as_str());
+                producers.entry(o.as_str()).or_default().push(ni);
+                waiting[ni] += 1;
             }
         }
     }
-    candidates.sort();
+    candidates.sort_unstable();
     candidates.dedup();
     let float_tensor: HashSet<&str> = tensors
         .iter()
         .filter(|t| t.dtype.is_float())
-        .map(|t| t.name.as_str())
+        .map(|t| t.tensor.name.as_str())
         .collect();
-    loop {
-        let mut changed = false;
-        for v in &candidates {
-            if shape_like.contains(v) {
+    // Per candidate, the arithmetic uses it still waits on.
+    let mut pending: HashMap<&str, usize> = HashMap::new();
+    let mut queue: Vec<&str> = Vec::new();
+    for &v in &candidates {
+        let Some(us) = uses.get(v) else { continue };
+        let is_float = float_tensor.contains(v);
+        let mut wait = 0usize;
+        let ok = us.iter().all(|&(ni, idx)| {
+            let op = nodes[ni].op_type.as_str();
+            if is_float {
+                return is_float_shape_slot(op, idx);
+            }
+            if is_shape_slot(op, idx) {
+                return true;
+            }
+            wait += 1;
+            is_shape_arith(op)
+        });
+        if !ok {
+            continue;
+        }
+        if wait == 0 {
+            queue.push(v);
+        } else {
+            pending.insert(v, wait);
+        }
+    }
+    let mut shape_like: HashSet<&str> = HashSet::new();
+    while let Some(v) = queue.pop() {
+        if !shape_like.insert(v) {
+            continue;
+        }
+        for &ni in producers.get(v).map(|p| p.as_slice()).unwrap_or(&[]) {
+            waiting[ni] = waiting[ni].saturating_sub(1);
+            if waiting[ni] != 0 {
                 continue;
             }
-            let Some(us) = uses.get(v) else { continue };
-            let is_float = float_tensor.contains(v.as_str());
-            let ok = us.iter().all(|u| {
-                let op = u.node.op_type.as_str();
-                if is_float {
-                    // Float tensors only count as shape data in scale/threshold slots.
-                    return matches!((op, u.idx), ("Resize", 1 | 2) | ("Upsample", 1))
-                        || (op == "NonMaxSuppression" && u.idx >= 3);
+            // Every output of node `ni` is shape-like: its inputs' arithmetic uses there
+            // are met (its shape slots were met from the start).
+            let op = nodes[ni].op_type.as_str();
+            for (idx, inp) in nodes[ni].input.iter().enumerate() {
+                if inp.is_empty() || is_shape_slot(op, idx) {
+                    continue;
                 }
-                is_shape_slot(op, u.idx)
-                    || (is_shape_arith(op)
-                        && u.node
-                            .output
-                            .iter()
-                            .all(|o| o.is_empty() || shape_like.contains(o)))
-            });
-            if ok {
-                shape_like.insert(v.clone());
-                changed = true;
+                if let Some(p) = pending.get_mut(inp.as_str())
+                    && *p > 0
+                {
+                    *p -= 1;
+                    if *p == 0 {
+                        queue.push(inp.as_str());
+                    }
+                }
             }
-        }
-        if !changed {
-            break;
         }
     }
     shape_like
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::build::{GraphBuilder, node, tensor_f32, tensor_i64};
+
+    #[test]
+    fn shape_tensors_through_arithmetic_and_repeated_uses() {
+        // `s` feeds Reshape both as data and as the target; `k` reaches a Reshape target
+        // only through Add and Concat; `w` is a weight.
+        let g = GraphBuilder::new("g")
+            .input("x", DataType::FLOAT, &[2, 2])
+            .init(tensor_i64("s", &[2], &[2, 2]))
+            .init(tensor_i64("k", &[1], &[1]))
+            .init(tensor_i64("m1", &[1], &[-1]))
+            .init(tensor_f32("w", &[4, 4], 1))
+            .node(node("Reshape", &["s", "s"], &["r"], vec![]))
+            .node(node("Add", &["k", "k"], &["k2"], vec![]))
+            .node(node("Concat", &["k2", "m1"], &["t"], vec![]))
+            .node(node("Reshape", &["x", "t"], &["y"], vec![]))
+            .node(node("MatMul", &["y", "w"], &["z"], vec![]))
+            .graph;
+        let (p, s) = summarise(&g, Path::new("m.onnx")).unwrap();
+        let names: Vec<&str> = s.list.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, vec!["k", "m1"]);
+        assert_eq!(p.list.len(), 2); // s (also data) and w
+    }
 }

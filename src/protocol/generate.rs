@@ -3,21 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-/// `--api`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Api {
-    /// OpenAI-compatible `/v1/completions`.
-    Openai,
-    /// OpenAI-compatible `/v1/chat/completions`.
-    OpenaiChat,
-    /// Hugging Face TGI `/generate_stream` (`/generate` with --no-stream).
-    Tgi,
-    /// Triton's generate extension `/v2/models/{m}/generate_stream` (`generate`).
-    Triton,
-    /// vLLM's OpenAI server `/v1/completions`, with `ignore_eos` so outputs reach their length.
-    Vllm,
-}
+pub use crate::report::schema::llm::Api;
 
 impl Api {
     pub fn path(self, model: &str, stream: bool) -> String {

@@ -9,22 +9,51 @@
 //! arrival of each event kept by the caller.
 
 /// Splits a byte stream into the `data` payloads of its events.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Parser {
     line: Vec<u8>,
     data: Vec<u8>,
     has_data: bool,
     /// The last byte fed was a `\r` (a following `\n` belongs to the same line end).
     after_cr: bool,
+    /// The longest line, and the largest event data, buffered, bytes.
+    limit: usize,
+}
+
+/// A line or an event over the parser's limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an SSE line or event is over {limit} bytes")]
+pub struct TooLarge {
+    pub limit: usize,
+}
+
+impl Default for Parser {
+    fn default() -> Parser {
+        Parser::with_limit(usize::MAX)
+    }
 }
 
 impl Parser {
+    /// A parser without a limit (for trusted input).
     pub fn new() -> Parser {
         Parser::default()
     }
 
+    /// A parser that buffers at most `limit` bytes of one line or one event's data.
+    pub fn with_limit(limit: usize) -> Parser {
+        Parser {
+            line: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+            after_cr: false,
+            limit,
+        }
+    }
+
     /// Feeds `bytes`; calls `on_event` with the data of every event completed by them.
-    pub fn feed(&mut self, bytes: &[u8], mut on_event: impl FnMut(&[u8])) {
+    /// Fails (and should not be fed again) once a line or an event passes the limit.
+    pub fn feed(&mut self, bytes: &[u8], mut on_event: impl FnMut(&[u8])) -> Result<(), TooLarge> {
+        let too_large = TooLarge { limit: self.limit };
         for &b in bytes {
             if self.after_cr {
                 self.after_cr = false;
@@ -36,10 +65,19 @@ impl Parser {
                 b'\n' | b'\r' => {
                     self.after_cr = b == b'\r';
                     self.end_line(&mut on_event);
+                    if self.data.len() > self.limit {
+                        return Err(too_large);
+                    }
                 }
-                _ => self.line.push(b),
+                _ => {
+                    if self.line.len() >= self.limit {
+                        return Err(too_large);
+                    }
+                    self.line.push(b)
+                }
             }
         }
+        Ok(())
     }
 
     /// Data of an event the stream ended in the middle of (no blank line after it).
@@ -95,7 +133,8 @@ mod tests {
         let mut p = Parser::new();
         let mut out = Vec::new();
         for piece in pieces {
-            p.feed(piece, |d| out.push(String::from_utf8_lossy(d).into_owned()));
+            p.feed(piece, |d| out.push(String::from_utf8_lossy(d).into_owned()))
+                .unwrap();
         }
         out
     }
@@ -121,9 +160,30 @@ mod tests {
     fn an_unterminated_event_is_returned_by_finish() {
         let mut p = Parser::new();
         let mut n = 0;
-        p.feed(b"data: {\"x\":1}\n\ndata: cut", |_| n += 1);
+        p.feed(b"data: {\"x\":1}\n\ndata: cut", |_| n += 1).unwrap();
         assert_eq!(n, 1);
         assert_eq!(p.finish().as_deref(), Some(&b"cut"[..]));
         assert_eq!(p.finish(), None);
+    }
+
+    #[test]
+    fn a_line_or_an_event_over_the_limit_fails() {
+        let mut p = Parser::with_limit(8);
+        let mut n = 0;
+        assert!(p.feed(b"data: 12\n\n", |_| n += 1).is_ok());
+        assert_eq!(n, 1);
+        let long = [b'x'; 100];
+        assert_eq!(
+            p.feed(&long, |_| n += 1),
+            Err(TooLarge { limit: 8 }),
+            "a line that never ends"
+        );
+        // Many short data lines of one event add up.
+        let mut p = Parser::with_limit(8);
+        assert_eq!(
+            p.feed(b"data: 1234\ndata: 5678\n", |_| n += 1),
+            Err(TooLarge { limit: 8 })
+        );
+        assert_eq!(n, 1);
     }
 }

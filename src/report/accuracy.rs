@@ -13,7 +13,8 @@ fn level(l: Option<Level>) -> String {
         .unwrap_or_else(|| "none (< C1)".into())
 }
 
-pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
+/// The model, the backend and the reference.
+fn header(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
     let s = &r.session;
     writeln!(o, "Model:     {}", r.model)?;
     writeln!(o, "Backend:   {} — {} on {}", s.backend, s.engine, s.device)?;
@@ -39,6 +40,11 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
         }
     )?;
     writeln!(o)?;
+    Ok(())
+}
+
+/// One row per output, pooled over the inputs.
+fn per_output(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
     writeln!(o, "Per output, pooled over the inputs:")?;
     let mut t = super::table(&[
         "output",
@@ -72,6 +78,11 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
     super::right(&mut t, &[2, 3, 4, 5, 6, 7]);
     writeln!(o, "{t}")?;
     writeln!(o)?;
+    Ok(())
+}
+
+/// One row per input (its worst output).
+fn per_input(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
     writeln!(o, "Per input (worst output):")?;
     let mut t = super::table(&[
         "set",
@@ -101,6 +112,11 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
     super::right(&mut t, &[2, 3, 6]);
     writeln!(o, "{t}")?;
     writeln!(o)?;
+    Ok(())
+}
+
+/// The grade, the nulls, the independence and the verdict.
+fn summary(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
     for n in &r.nonfinite {
         writeln!(
             o,
@@ -116,6 +132,17 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
     )?;
     writeln!(o, "Level:          {} — {}", level(r.level), r.threshold)?;
     writeln!(o, "Decision:       {}", r.agreement_text)?;
+    nulls(o, r)?;
+    writeln!(
+        o,
+        "Independence:   {}: {}",
+        if r.independence.independent {
+            "independent"
+        } else {
+            "NOT independent"
+        },
+        r.independence.reason
+    )?;
     if let Some(l) = &r.latency_ms {
         writeln!(
             o,
@@ -128,7 +155,44 @@ pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> 
         _ => writeln!(o, "Verdict:        none (no --require)")?,
     }
     writeln!(o)?;
+    Ok(())
+}
+
+/// The terminal view of one accuracy result.
+pub fn write_text(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
+    header(o, r)?;
+    per_output(o, r)?;
+    per_input(o, r)?;
+    summary(o, r)?;
     writeln!(o, "Definitions: {}", r.definition)
+}
+
+/// What zeros, a constant and input-independent outputs score against the same reference.
+fn nulls(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
+    let d = &r.discrimination;
+    let each: Vec<String> = d
+        .nulls
+        .iter()
+        .map(|n| match (&n.unavailable, n.mse) {
+            (Some(why), _) => format!("{}: n/a ({why})", n.kind),
+            (None, Some(m)) => format!("{}: MSE {} → {}", n.kind, e(m), level(n.level)),
+            (None, None) => format!("{}: n/a", n.kind),
+        })
+        .collect();
+    writeln!(o, "Null outputs:   {}", each.join("; "))?;
+    writeln!(
+        o,
+        "                input dependence {}; {}",
+        d.input_dependence
+            .map(|v| format!("{v:.4}"))
+            .unwrap_or_else(|| "n/a".into()),
+        match (d.discriminating, &d.reason) {
+            (Some(true), _) =>
+                "no null output meets the required level: the grade counts".to_string(),
+            (Some(false), Some(why)) => format!("INVALID: {why}"),
+            _ => "no level required".to_string(),
+        }
+    )
 }
 
 pub fn write_precisions(o: &mut dyn Write, t: &PrecisionTable) -> std::io::Result<()> {

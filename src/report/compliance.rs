@@ -9,8 +9,6 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
-use serde_json::Value;
-
 use crate::report::chart;
 use crate::report::export::Table as CsvTable;
 use crate::report::schema::Verdict;
@@ -46,17 +44,6 @@ fn ostr(v: &Option<String>) -> String {
 
 fn level(l: Option<Level>) -> String {
     l.map(|l| l.to_string()).unwrap_or_else(|| "none".into())
-}
-
-/// An untyped value (the QPS and LLM sections) as the report writes it.
-fn s(v: &Value) -> String {
-    match v {
-        Value::Null => "n/a".into(),
-        Value::String(x) => x.clone(),
-        Value::Number(n) if n.is_u64() || n.is_i64() => n.to_string(),
-        Value::Number(n) => num(n.as_f64().unwrap_or(f64::NAN)),
-        other => other.to_string(),
-    }
 }
 
 fn md_escape(x: &str) -> String {
@@ -495,24 +482,20 @@ fn telemetry(r: &GradeReport, b: &mut Vec<Block>) {
 
 /// QPS (§7.2.5).
 fn qps(r: &GradeReport, b: &mut Vec<Block>) {
-    let Some(q) = r.qps.as_ref().filter(|q| q.is_object()) else {
-        return;
-    };
+    let Some(q) = &r.qps else { return };
     b.push(Block::Heading("QPS (§7.2.5)".into()));
     b.push(Block::Para(format!(
         "`acceval serve` on 127.0.0.1 ({}), measured by `acceval qps`: open loop, Poisson arrivals (seed {}), latency from each request's scheduled send time to its full response, bounds {}, error budget {}; {} requests sent in all. Inputs: {}.",
-        s(&q["url"]),
-        q["seed"],
-        q["slo"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|b| format!("{}<={}ms", s(&b["stat_name"]), b["limit_ms"]))
+        q.url,
+        q.seed,
+        q.slo
+            .iter()
+            .map(|b| format!("{}<={}ms", b.stat_name, b.limit_ms))
             .collect::<Vec<_>>()
             .join(","),
-        q["error_budget"],
-        q["requests_issued"],
-        s(&q["inputs"])
+        q.error_budget,
+        q.requests_issued,
+        q.inputs
     )));
     let mut t = Table::new(&[
         "offered req/s",
@@ -525,53 +508,42 @@ fn qps(r: &GradeReport, b: &mut Vec<Block>) {
         "max ms",
         "verdict",
     ]);
+    let f3 = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into());
     let mut pts = Vec::new();
-    for st in q["steps"].as_array().into_iter().flatten() {
-        let l = &st["latency_ms"];
-        let f = |x: &Value| {
-            x.as_f64()
-                .map(|v| format!("{v:.3}"))
-                .unwrap_or_else(|| "n/a".into())
-        };
+    for st in &q.steps {
+        let l = st.latency_ms.as_ref();
         t.row(vec![
-            f(&st["offered_rps"]),
-            f(&st["achieved_rps"]),
-            st["sent"].to_string(),
-            st["failed"].to_string(),
-            f(&l["p50"]),
-            f(&l["p90"]),
-            f(&l["p99"]),
-            f(&l["max"]),
-            if st["passed"] == true {
+            f3(st.offered_rps),
+            f3(Some(st.achieved_rps)),
+            st.sent.to_string(),
+            st.failed.to_string(),
+            f3(l.map(|l| l.p50)),
+            f3(l.map(|l| l.p90)),
+            f3(l.map(|l| l.p99)),
+            f3(l.map(|l| l.max)),
+            if st.passed {
                 "pass".into()
             } else {
-                format!("fail: {}", s(&st["why"]))
+                format!("fail: {}", st.why)
             },
         ]);
-        if let (Some(a), Some(p50), Some(p99)) = (
-            st["achieved_rps"].as_f64(),
-            l["p50"].as_f64(),
-            l["p99"].as_f64(),
-        ) {
-            pts.push((a, p50, p99, st["passed"] == true));
+        if let Some(l) = l {
+            pts.push((st.achieved_rps, l.p50, l.p99, st.passed));
         }
     }
     b.push(Block::Table(t));
-    b.push(Block::Para(match q["max_qps"].as_f64() {
+    b.push(Block::Para(match q.max_qps {
         Some(m) => format!("Max QPS: {m:.1} req/s."),
-        None => format!("Max QPS: {}.", s(&q["max_qps_na"])),
+        None => format!("Max QPS: {}.", ostr(&q.max_qps_na)),
     }));
-    let bound = q["slo"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b["limit_ms"].as_f64())
+    let bound = q
+        .slo
+        .iter()
+        .map(|b| b.limit_ms)
         .fold(f64::INFINITY, f64::min);
     if !pts.is_empty() {
         b.push(Block::Chart(chart::latency_vs_throughput(
-            &s(&q["model"]),
-            bound,
-            pts,
+            &q.model, bound, pts,
         )));
     }
 }
@@ -626,59 +598,49 @@ fn train(r: &GradeReport, b: &mut Vec<Block>) {
 }
 
 fn llm(r: &GradeReport, b: &mut Vec<Block>) {
-    let Some(l) = r.llm.as_ref().filter(|l| l.is_object()) else {
-        return;
-    };
+    let Some(l) = &r.llm else { return };
     b.push(Block::Heading("LLM serving (MindIE Benchmark)".into()));
-    for run in l["runs"].as_array().into_iter().flatten() {
+    let f3 = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into());
+    for run in &l.runs {
         b.push(Block::Para(format!(
             "`acceval llm` against {} ({}, model {}), {} requests at concurrency {} after {} warm-up requests; data: {}. Statistics as MindIE: P-values pooled over all samples, SLO_P90 = P90 of per-request means; percentiles by linear interpolation.",
-            s(&l["url"]),
-            s(&l["api"]),
-            s(&l["model"]),
-            run["total"],
-            run["concurrency"],
-            l["warmup"],
-            s(&l["data_source"])
+            l.url, l.api, l.model, run.total, run.concurrency, l.warmup, l.data_source
         )));
         let mut t = Table::new(&[
             "Metric", "average", "max", "min", "P75", "P90", "SLO_P90", "P99", "N",
         ]);
         for &(name, unit) in crate::report::llm::ORDER {
-            let m = &run["metrics"][name];
-            let f = |k: &str| {
-                m[k].as_f64()
-                    .map(|x| format!("{x:.3}"))
-                    .unwrap_or_else(|| "n/a".into())
+            let m = run.metrics.get(name).and_then(|m| m.as_ref());
+            let g = |f: fn(&crate::report::schema::llm::MindieStat) -> f64| {
+                f3(m.map(f).filter(|v| v.is_finite()))
             };
             t.row(vec![
                 format!("{name} ({unit})"),
-                f("average"),
-                f("max"),
-                f("min"),
-                f("P75"),
-                f("P90"),
-                f("SLO_P90"),
-                f("P99"),
-                m["N"].to_string(),
+                g(|s| s.average),
+                g(|s| s.max),
+                g(|s| s.min),
+                g(|s| s.P75),
+                g(|s| s.P90),
+                g(|s| s.SLO_P90),
+                g(|s| s.P99),
+                m.map(|s| s.N.to_string()).unwrap_or_else(|| "null".into()),
             ]);
         }
         b.push(Block::Table(t));
-        let n = |x: &Value, unit: &str| {
-            x.as_f64()
-                .map(|v| format!("{v:.3} {unit}"))
+        let n = |x: Option<f64>, unit: &str| {
+            x.map(|v| format!("{v:.3} {unit}"))
                 .unwrap_or_else(|| "n/a".into())
         };
         b.push(Block::Para(format!(
             "TimeElapsed {}, Total {}, Returned {}, Failed {}, Throughput {}, GenerateSpeed {}, GenerateSpeedPerClient {}, lpct {}.",
-            n(&run["time_elapsed_s"], "s"),
-            run["total"],
-            run["returned"],
-            run["failed"],
-            n(&run["throughput"], "req/s"),
-            n(&run["generate_speed"], "token/s"),
-            n(&run["generate_speed_per_client"], "token/s"),
-            n(&run["lpct"], "ms")
+            n(Some(run.time_elapsed_s), "s"),
+            run.total,
+            run.returned,
+            run.failed,
+            n(Some(run.throughput), "req/s"),
+            n(run.generate_speed, "token/s"),
+            n(run.generate_speed_per_client, "token/s"),
+            n(run.lpct, "ms")
         )));
     }
 }

@@ -6,8 +6,7 @@
 use std::io::Write;
 
 use super::{right, table};
-use crate::model::Analysis;
-use crate::model::shape::shape_str;
+use crate::report::schema::inspect::{Analysis, Dim, StoredTensor, ValueKind, shape_str};
 use crate::util::fmt::thousands;
 
 /// What the table view shows beyond the default.
@@ -24,7 +23,7 @@ pub fn write_json(out: &mut impl Write, a: &Analysis) -> std::io::Result<()> {
     writeln!(out)
 }
 
-fn opt_shape(s: &Option<Vec<crate::model::shape::Dim>>) -> String {
+fn opt_shape(s: &Option<Vec<Dim>>) -> String {
     s.as_ref()
         .map(|s| shape_str(s))
         .unwrap_or_else(|| "?".into())
@@ -46,6 +45,22 @@ pub fn write_tables(
     a: &Analysis,
     opts: &TableOptions,
 ) -> std::io::Result<()> {
+    write_header(out, a)?;
+    write_values(out, a)?;
+    write_params(out, a)?;
+    write_compute(out, a)?;
+    write_levels(out, a)?;
+    write_operators(out, a)?;
+    if let Some(n) = opts.per_op {
+        write_per_op(out, a, n)?;
+    }
+    if opts.tensors {
+        write_tensors(out, a)?;
+    }
+    Ok(())
+}
+
+fn write_header(out: &mut impl Write, a: &Analysis) -> std::io::Result<()> {
     let m = &a.model;
     let opsets = m
         .opsets
@@ -70,11 +85,15 @@ pub fn write_tables(
         m.main_graph_node_count
     )?;
     writeln!(out)?;
+    Ok(())
+}
 
+/// The inputs and outputs, declared and resolved.
+fn write_values(out: &mut impl Write, a: &Analysis) -> std::io::Result<()> {
     let mut t = table(&["", "name", "type", "declared shape", "resolved shape"]);
     for (kind, list) in [("input", &a.inputs), ("output", &a.outputs)] {
         for v in list {
-            let ty = if v.kind == "tensor" {
+            let ty = if v.kind == ValueKind::Tensor {
                 v.elem_type.to_string()
             } else {
                 v.kind.to_string()
@@ -90,6 +109,11 @@ pub fn write_tables(
     }
     writeln!(out, "{t}\n")?;
 
+    Ok(())
+}
+
+/// Table 1's measure: parameters by stored type.
+fn write_params(out: &mut impl Write, a: &Analysis) -> std::io::Result<()> {
     let p = &a.params;
     let mut t = table(&[
         "parameters by stored type",
@@ -132,7 +156,11 @@ pub fn write_tables(
         )?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// Table 2's measure: MACs, FLOPs and other ops.
+fn write_compute(out: &mut impl Write, a: &Analysis) -> std::io::Result<()> {
     let bound = if a.lower_bound { " (lower bound)" } else { "" };
     let mut t = table(&["compute, one inference at the resolved shapes", "value"]);
     match (a.macs, a.flops, a.other_ops) {
@@ -156,6 +184,12 @@ pub fn write_tables(
     right(&mut t, &[1]);
     writeln!(out, "{t}\n")?;
 
+    Ok(())
+}
+
+fn write_levels(out: &mut impl Write, a: &Analysis) -> std::io::Result<()> {
+    let p = &a.params;
+    let bound = if a.lower_bound { " (lower bound)" } else { "" };
     let mut t = table(&["level (T/CES draft)", "measure", "level"]);
     t.add_row(vec![
         "Table 1 — parameter size".to_string(),
@@ -182,6 +216,11 @@ pub fn write_tables(
         "  C1 >= 1000, C2 >= 100, C3 >= 10, C4 > 0 (MB = 10^6 bytes; G = 10^9 FLOPs).\n"
     )?;
 
+    Ok(())
+}
+
+/// The operator histogram, what could not be counted, and the notes.
+fn write_operators(out: &mut impl Write, a: &Analysis) -> std::io::Result<()> {
     let mut ops: Vec<(&String, &u64)> = a.op_histogram.iter().collect();
     ops.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
     let line = ops
@@ -227,82 +266,87 @@ pub fn write_tables(
         writeln!(out, "Note: {n}")?;
     }
 
-    if let Some(n) = opts.per_op {
-        writeln!(out)?;
-        let mut t = table(&[
-            "node",
-            "op",
-            "MACs",
-            "% of total",
-            "other ops",
-            "inputs",
-            "outputs",
-        ]);
-        let total = a.macs.unwrap_or(0).max(1) as f64;
-        for c in a.per_op.iter().take(n) {
-            let name = if c.graph == "main" {
-                c.node.clone()
-            } else {
-                format!("{}/{}", c.graph, c.node)
-            };
-            let name = if c.multiplier > 1 {
-                format!("{name} (×{})", c.multiplier)
-            } else {
-                name
-            };
-            t.add_row(vec![
-                name,
-                c.op_type.clone(),
-                thousands(c.macs),
-                format!("{:.2}", 100.0 * c.macs as f64 / total),
-                thousands(c.other_ops),
-                c.input_shapes.join(", "),
-                c.output_shapes.join(", "),
-            ]);
-        }
-        right(&mut t, &[2, 3, 4]);
-        writeln!(
-            out,
-            "Top {} of {} counted nodes by MACs:\n",
-            n.min(a.per_op.len()),
-            a.per_op.len()
-        )?;
-        writeln!(out, "{t}")?;
-    }
-
-    if opts.tensors {
-        writeln!(out)?;
-        let mut t = table(&[
-            "parameter tensor",
-            "type",
-            "shape",
-            "elements",
-            "bytes",
-            "source",
-            "graph",
-        ]);
-        for p in &a.params.list {
-            t.add_row(tensor_row(p));
-        }
-        writeln!(out, "{t}\n")?;
-        let mut t = table(&[
-            "shape tensor (not a parameter)",
-            "type",
-            "shape",
-            "elements",
-            "bytes",
-            "source",
-            "graph",
-        ]);
-        for s in &a.shape_tensors.list {
-            t.add_row(tensor_row(s));
-        }
-        writeln!(out, "{t}")?;
-    }
     Ok(())
 }
 
-fn tensor_row(s: &crate::model::params::StoredTensor) -> Vec<String> {
+/// The `n` nodes with the most MACs.
+fn write_per_op(out: &mut impl Write, a: &Analysis, n: usize) -> std::io::Result<()> {
+    writeln!(out)?;
+    let mut t = table(&[
+        "node",
+        "op",
+        "MACs",
+        "% of total",
+        "other ops",
+        "inputs",
+        "outputs",
+    ]);
+    let total = a.macs.unwrap_or(0).max(1) as f64;
+    for c in a.per_op.iter().take(n) {
+        let name = if c.graph == "main" {
+            c.node.clone()
+        } else {
+            format!("{}/{}", c.graph, c.node)
+        };
+        let name = if c.multiplier > 1 {
+            format!("{name} (×{})", c.multiplier)
+        } else {
+            name
+        };
+        t.add_row(vec![
+            name,
+            c.op_type.clone(),
+            thousands(c.macs),
+            format!("{:.2}", 100.0 * c.macs as f64 / total),
+            thousands(c.other_ops),
+            c.input_shapes.join(", "),
+            c.output_shapes.join(", "),
+        ]);
+    }
+    right(&mut t, &[2, 3, 4]);
+    writeln!(
+        out,
+        "Top {} of {} counted nodes by MACs:\n",
+        n.min(a.per_op.len()),
+        a.per_op.len()
+    )?;
+    writeln!(out, "{t}")?;
+    Ok(())
+}
+
+/// Every parameter tensor and shape tensor.
+fn write_tensors(out: &mut impl Write, a: &Analysis) -> std::io::Result<()> {
+    writeln!(out)?;
+    let mut t = table(&[
+        "parameter tensor",
+        "type",
+        "shape",
+        "elements",
+        "bytes",
+        "source",
+        "graph",
+    ]);
+    for p in &a.params.list {
+        t.add_row(tensor_row(p));
+    }
+    writeln!(out, "{t}\n")?;
+    let mut t = table(&[
+        "shape tensor (not a parameter)",
+        "type",
+        "shape",
+        "elements",
+        "bytes",
+        "source",
+        "graph",
+    ]);
+    for s in &a.shape_tensors.list {
+        t.add_row(tensor_row(s));
+    }
+    writeln!(out, "{t}")?;
+    Ok(())
+}
+
+fn tensor_row(s: &StoredTensor) -> Vec<String> {
     vec![
         s.name.clone(),
         s.elem_type.to_string(),

@@ -1,25 +1,15 @@
-//! Views of an `llm` result: MindIE's two tables in the terminal, result_perf.csv,
-//! result_common.csv and the per-request CSV.
+//! Views of an `llm` result: MindIE's two tables in the terminal, the line noted after each
+//! run, result_perf.csv, result_common.csv and the per-request CSV (as `Table`s); and
+//! [`Document`] for [`LlmReport`], so `llm` emits through `report::export::Outputs`.
 
-use std::fmt::Write as _;
 use std::io::Write;
 
+use super::export::{Document, Table};
+use super::schema::llm::{LlmReport, LlmRun};
 use super::{right, table};
-use crate::llm::run::{LlmReport, LlmRun};
 
 /// The metrics in MindIE's order, with their units.
-pub const ORDER: &[(&str, &str)] = &[
-    ("FirstTokenTime", "ms"),
-    ("DecodeTime", "ms"),
-    ("LastDecodeTime", "ms"),
-    ("MaxDecodeTime", "ms"),
-    ("GenerateTime", "ms"),
-    ("TPOT", "ms"),
-    ("InputTokens", "token"),
-    ("GeneratedTokens", "token"),
-    ("GeneratedTokenSpeed", "token/s"),
-    ("GeneratedCharacters", "char"),
-];
+pub const ORDER: &[(&str, &str)] = super::schema::llm::METRICS;
 
 fn f(v: f64) -> String {
     if v.is_nan() {
@@ -33,15 +23,12 @@ fn opt(v: Option<f64>, why: &str) -> String {
     v.map(f).unwrap_or_else(|| format!("n/a: {why}"))
 }
 
-pub fn write_text(o: &mut impl Write, r: &LlmReport) -> std::io::Result<()> {
+pub fn write_text(o: &mut dyn Write, r: &LlmReport) -> std::io::Result<()> {
     writeln!(
         o,
         "LLM serving benchmark of {} ({}, model {}, {}), data: {}, warm-up {}",
         r.url,
-        serde_json::to_value(r.api)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
+        r.api,
         r.model,
         if r.stream {
             "streaming"
@@ -57,11 +44,12 @@ pub fn write_text(o: &mut impl Write, r: &LlmReport) -> std::io::Result<()> {
             "\n{}",
             match run.request_rate {
                 Some(rate) => format!(
-                    "Request rate {rate} req/s ({:?} arrivals), at most {} in flight",
-                    run.distribution.unwrap_or(crate::cli::Arrival::Poisson),
+                    "Request rate {rate} req/s ({} arrivals), at most {} in flight",
+                    run.distribution
+                        .map(|d| d.to_string())
+                        .unwrap_or_else(|| "poisson".into()),
                     run.concurrency
-                )
-                .to_lowercase(),
+                ),
                 None => format!("Concurrency {}", run.concurrency),
             }
         )?;
@@ -69,7 +57,7 @@ pub fn write_text(o: &mut impl Write, r: &LlmReport) -> std::io::Result<()> {
             "Metric", "average", "max", "min", "P75", "P90", "SLO_P90", "P99", "N", "unit",
         ]);
         for (name, unit) in ORDER {
-            match run.metrics.get(name).and_then(|m| m.as_ref()) {
+            match run.metrics.get(*name).and_then(|m| m.as_ref()) {
                 Some(m) => t.add_row(vec![
                     name.to_string(),
                     f(m.average),
@@ -174,86 +162,178 @@ fn common_fields(r: &LlmReport, run: &LlmRun) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// MindIE's result_perf.csv (one row per metric) with a unit column after N.
-pub fn perf_csv(run: &LlmRun) -> String {
-    let mut o = String::from("Metric,average,max,min,P75,P90,SLO_P90,P99,N,unit\n");
+/// The line noted after each run.
+pub fn run_line(run: &LlmRun) -> String {
+    format!(
+        "acceval llm: {}: {} of {} returned, {} failed, {:.2} req/s",
+        run.request_rate
+            .map(|r| format!("rate {r} req/s"))
+            .unwrap_or_else(|| format!("concurrency {}", run.concurrency)),
+        run.returned,
+        run.total,
+        run.failed,
+        run.throughput
+    )
+}
+
+/// MindIE's result_perf.csv (one row per metric) with a unit column after N, named `file`.
+pub fn perf(run: &LlmRun, file: &str) -> Table {
+    let mut t = Table::new(
+        file,
+        &[
+            "Metric", "average", "max", "min", "P75", "P90", "SLO_P90", "P99", "N", "unit",
+        ],
+    );
     for (name, unit) in ORDER {
-        match run.metrics.get(name).and_then(|m| m.as_ref()) {
-            Some(m) => {
-                let _ = writeln!(
-                    o,
-                    "{name},{},{},{},{},{},{},{},{},{unit}",
-                    m.average, m.max, m.min, m.P75, m.P90, m.SLO_P90, m.P99, m.N
-                );
-            }
+        let row = match run.metrics.get(*name).and_then(|m| m.as_ref()) {
+            Some(m) => [m.average, m.max, m.min, m.P75, m.P90, m.SLO_P90, m.P99]
+                .iter()
+                .map(|v| v.to_string())
+                .chain([m.N.to_string()])
+                .collect(),
             None => {
-                let _ = writeln!(o, "{name},,,,,,,,0,{unit}");
+                let mut v = vec![String::new(); 7];
+                v.push("0".into());
+                v
             }
-        }
+        };
+        let mut cells = vec![name.to_string()];
+        cells.extend(row);
+        cells.push(unit.to_string());
+        t.push(cells);
     }
-    o
+    t
+}
+
+/// result_perf.csv as text.
+pub fn perf_csv(run: &LlmRun) -> String {
+    String::from_utf8_lossy(&perf(run, "result_perf.csv").to_csv()).into_owned()
 }
 
 /// MindIE's result_common.csv: one row per run.
-pub fn common_csv(r: &LlmReport) -> String {
-    let mut o = String::from(
-        "CurrentTime,TimeElapsed,DataSource,Failed,Returned,Total,Concurrency,RequestRate,ModelName,lpct,Throughput,GenerateSpeed,GenerateSpeedPerClient,Goodput,CharactersPerToken,accuracy\n",
+pub fn common(r: &LlmReport) -> Table {
+    let mut t = Table::new(
+        "result_common.csv",
+        &[
+            "CurrentTime",
+            "TimeElapsed",
+            "DataSource",
+            "Failed",
+            "Returned",
+            "Total",
+            "Concurrency",
+            "RequestRate",
+            "ModelName",
+            "lpct",
+            "Throughput",
+            "GenerateSpeed",
+            "GenerateSpeedPerClient",
+            "Goodput",
+            "CharactersPerToken",
+            "accuracy",
+        ],
     );
     let n = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for run in &r.runs {
-        let _ = writeln!(
-            o,
-            "{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},",
-            run.current_time,
-            run.time_elapsed_s,
-            r.data_source.replace('"', "'"),
-            run.failed,
-            run.returned,
-            run.total,
-            run.concurrency,
+        t.push(vec![
+            run.current_time.clone(),
+            run.time_elapsed_s.to_string(),
+            r.data_source.clone(),
+            run.failed.to_string(),
+            run.returned.to_string(),
+            run.total.to_string(),
+            run.concurrency.to_string(),
             n(run.request_rate),
-            r.model,
+            r.model.clone(),
             n(run.lpct),
-            run.throughput,
+            run.throughput.to_string(),
             n(run.generate_speed),
             n(run.generate_speed_per_client),
             n(run.goodput),
-            n(run.characters_per_token)
-        );
+            n(run.characters_per_token),
+            String::new(),
+        ]);
     }
-    o
+    t
 }
 
-/// One row per request.
-pub fn requests_csv(run: &LlmRun) -> String {
-    let mut o = String::from(
-        "index,ok,sent_s,first_token_ms,decode_count,decode_mean_ms,last_decode_ms,max_decode_ms,generate_ms,tpot_ms,input_tokens,generated_tokens,token_source,generated_characters,error\n",
+/// result_common.csv as text.
+pub fn common_csv(r: &LlmReport) -> String {
+    String::from_utf8_lossy(&common(r).to_csv()).into_owned()
+}
+
+/// One row per request, named `file`.
+pub fn requests(run: &LlmRun, file: &str) -> Table {
+    let mut t = Table::new(
+        file,
+        &[
+            "index",
+            "ok",
+            "sent_s",
+            "first_token_ms",
+            "decode_count",
+            "decode_mean_ms",
+            "last_decode_ms",
+            "max_decode_ms",
+            "generate_ms",
+            "tpot_ms",
+            "input_tokens",
+            "generated_tokens",
+            "token_source",
+            "generated_characters",
+            "error",
+        ],
     );
     let n = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
+    let u = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
     for r in &run.records {
         let mean = (!r.decode_ms.is_empty())
             .then(|| r.decode_ms.iter().sum::<f64>() / r.decode_ms.len() as f64);
-        let _ = writeln!(
-            o,
-            "{},{},{:.6},{},{},{},{},{},{:.6},{},{},{},{},{},\"{}\"",
-            r.index,
-            r.ok,
-            r.sent_s,
+        t.push(vec![
+            r.index.to_string(),
+            r.ok.to_string(),
+            format!("{:.6}", r.sent_s),
             n(r.first_token_ms),
-            r.decode_ms.len(),
+            r.decode_ms.len().to_string(),
             n(mean),
             n(r.decode_ms.last().copied()),
             n(r.decode_ms.iter().copied().reduce(f64::max)),
-            r.generate_ms,
+            format!("{:.6}", r.generate_ms),
             n(r.tpot_ms()),
-            r.input_tokens.map(|x| x.to_string()).unwrap_or_default(),
-            r.generated_tokens
-                .map(|x| x.to_string())
-                .unwrap_or_default(),
-            r.token_source,
-            r.generated_characters,
-            r.error.as_deref().unwrap_or("").replace('"', "'")
-        );
+            u(r.input_tokens),
+            u(r.generated_tokens),
+            r.token_source.to_string(),
+            r.generated_characters.to_string(),
+            r.error.clone().unwrap_or_default(),
+        ]);
     }
-    o
+    t
+}
+
+/// The file-name suffix of run `k` when a report has several (`_rate-2`, `_run-1`).
+fn run_suffix(r: &LlmReport, k: usize) -> String {
+    if r.runs.len() == 1 {
+        return String::new();
+    }
+    match r.runs[k].request_rate {
+        Some(rate) => format!("_rate-{rate}"),
+        None => format!("_run-{k}"),
+    }
+}
+
+impl Document for LlmReport {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        write_text(o, self)
+    }
+    /// result_common.csv (all runs; what `--export-csv` writes), then per run
+    /// result_perf.csv and requests.csv (`result_perf_rate-2.csv`, ... with several).
+    fn tables(&self) -> Vec<Table> {
+        let mut v = vec![common(self)];
+        for (k, run) in self.runs.iter().enumerate() {
+            let sfx = run_suffix(self, k);
+            v.push(perf(run, &format!("result_perf{sfx}.csv")));
+            v.push(requests(run, &format!("requests{sfx}.csv")));
+        }
+        v
+    }
 }

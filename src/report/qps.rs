@@ -1,17 +1,18 @@
-//! Views of a `qps` result: the terminal table, the curve as CSV, and an SVG chart.
+//! Views of a `qps` result: the terminal table, the line noted after each step, the curve
+//! as a CSV table, and the latency-against-throughput chart; and [`Document`] for
+//! [`QpsReport`], so `qps` emits through `report::export::Outputs`.
 
-use std::fmt::Write as _;
 use std::io::Write;
 
+use super::export::{Document, Table};
+use super::schema::qps::{LoadMode, QpsReport, Step};
 use super::{right, table};
-use crate::cli::LoadMode;
-use crate::load::qps::QpsReport;
 
 fn ms(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into())
 }
 
-pub fn write_text(o: &mut impl Write, r: &QpsReport) -> std::io::Result<()> {
+pub fn write_text(o: &mut dyn Write, r: &QpsReport) -> std::io::Result<()> {
     let open = r.mode == LoadMode::Open;
     writeln!(
         o,
@@ -20,7 +21,7 @@ pub fn write_text(o: &mut impl Write, r: &QpsReport) -> std::io::Result<()> {
         r.model,
         if open { "open" } else { "closed" },
         r.distribution
-            .map(|d| format!(" ({d:?} arrivals, seed {})", r.seed).to_lowercase())
+            .map(|d| format!(" ({d} arrivals, seed {})", r.seed))
             .unwrap_or_default(),
         r.slo
             .iter()
@@ -126,26 +127,72 @@ pub fn write_text(o: &mut impl Write, r: &QpsReport) -> std::io::Result<()> {
     Ok(())
 }
 
-/// One row per step.
-pub fn curve_csv(r: &QpsReport) -> String {
-    let mut o = String::from(
-        "target,offered_rps,achieved_rps,duration_s,sent,ok,failed,error_rate,failures,latency_avg_ms,latency_min_ms,latency_p50_ms,latency_p75_ms,latency_p90_ms,latency_p99_ms,latency_max_ms,send_lag_p50_ms,send_lag_p99_ms,passed,why\n",
+/// The line noted after each step.
+pub fn step_line(mode: LoadMode, s: &Step) -> String {
+    let lat = s.latency_ms.as_ref();
+    let f = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "n/a".into());
+    let open = mode == LoadMode::Open;
+    format!(
+        "acceval qps: {} {:>9} -> achieved {:>9.1} req/s, p50 {} ms, p99 {} ms, {} failed of {}: {}",
+        if open { "rate" } else { "concurrency" },
+        if open {
+            format!("{:.1}/s", s.target)
+        } else {
+            format!("{}", s.target)
+        },
+        s.achieved_rps,
+        f(lat.map(|l| l.p50)),
+        f(lat.map(|l| l.p99)),
+        s.failed,
+        s.sent,
+        if s.passed {
+            "PASS".to_string()
+        } else {
+            format!("FAIL ({})", s.why)
+        }
+    )
+}
+
+/// One row per step (qps_curve.csv).
+pub fn curve(r: &QpsReport) -> Table {
+    let mut t = Table::new(
+        "qps_curve.csv",
+        &[
+            "target",
+            "offered_rps",
+            "achieved_rps",
+            "duration_s",
+            "sent",
+            "ok",
+            "failed",
+            "error_rate",
+            "failures",
+            "latency_avg_ms",
+            "latency_min_ms",
+            "latency_p50_ms",
+            "latency_p75_ms",
+            "latency_p90_ms",
+            "latency_p99_ms",
+            "latency_max_ms",
+            "send_lag_p50_ms",
+            "send_lag_p99_ms",
+            "passed",
+            "why",
+        ],
     );
     let f = |v: Option<f64>| v.map(|v| format!("{v:.6}")).unwrap_or_default();
     for s in &r.steps {
         let l = s.latency_ms.as_ref();
         let lag = s.send_lag_ms.as_ref();
-        let _ = writeln!(
-            o,
-            "{},{},{:.3},{:.3},{},{},{},{:.6},\"{}\",{},{},{},{},{},{},{},{},{},{},\"{}\"",
-            s.target,
+        t.push(vec![
+            s.target.to_string(),
             f(s.offered_rps),
-            s.achieved_rps,
-            s.duration_s,
-            s.sent,
-            s.ok,
-            s.failed,
-            s.error_rate,
+            format!("{:.3}", s.achieved_rps),
+            format!("{:.3}", s.duration_s),
+            s.sent.to_string(),
+            s.ok.to_string(),
+            s.failed.to_string(),
+            format!("{:.6}", s.error_rate),
             s.failures
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
@@ -160,11 +207,16 @@ pub fn curve_csv(r: &QpsReport) -> String {
             f(l.map(|l| l.max)),
             f(lag.map(|l| l.p50)),
             f(lag.map(|l| l.p99)),
-            s.passed,
-            s.why.replace('"', "'")
-        );
+            s.passed.to_string(),
+            s.why.clone(),
+        ]);
     }
-    o
+    t
+}
+
+/// qps_curve.csv as text.
+pub fn curve_csv(r: &QpsReport) -> String {
+    String::from_utf8_lossy(&curve(r).to_csv()).into_owned()
 }
 
 /// Latency (p50, p99) against achieved throughput, with the tightest bound as a line.
@@ -184,4 +236,19 @@ pub fn chart(r: &QpsReport) -> String {
         .map(|b| b.limit_ms)
         .fold(f64::INFINITY, f64::min);
     crate::report::chart::latency_vs_throughput(&r.model, bound, pts)
+}
+
+impl Document for QpsReport {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        write_text(o, self)
+    }
+    fn tables(&self) -> Vec<Table> {
+        vec![curve(self)]
+    }
+    fn json_name(&self) -> &'static str {
+        "qps.json"
+    }
+    fn extra_files(&self) -> Vec<(String, Vec<u8>)> {
+        vec![("qps.svg".into(), chart(self).into_bytes())]
+    }
 }

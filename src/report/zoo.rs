@@ -3,8 +3,9 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::report::schema::zoo::Manifest;
 use crate::util::fmt::thousands;
-use crate::zoo::{Manifest, file_matches};
+use crate::util::fs::file_matches;
 
 pub fn write_list(out: &mut impl Write, m: &Manifest, dir: &Path) -> std::io::Result<()> {
     let mut t = super::table(&[

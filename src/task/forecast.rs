@@ -128,7 +128,65 @@ pub fn parse_series(bytes: &[u8], label: &str) -> Result<Vec<Row>, SeriesError> 
     if rows.is_empty() {
         return Err(invalid("no rows".into()));
     }
+    check_physical(&rows).map_err(invalid)?;
+    check_steps(&rows).map_err(invalid)?;
     Ok(rows)
+}
+
+/// The physical range of each column. A value outside it is a unit or parsing mistake
+/// (kW for MW, Kelvin for °C, a fraction for a percentage), not a load to forecast, and
+/// values near f64's range would overflow the normalisation's sum of squares to infinity.
+pub const RANGES: [(&str, f64, f64); 3] = [
+    // The largest synchronous grids carry about 1.5 TW; net load may be negative.
+    ("load_mw", -1.0e7, 1.0e7),
+    ("temperature_c", -100.0, 100.0),
+    ("humidity_pct", 0.0, 100.0),
+];
+
+fn check_physical(rows: &[Row]) -> Result<(), String> {
+    for (i, r) in rows.iter().enumerate() {
+        for ((name, lo, hi), v) in RANGES.iter().zip([r.load, r.temperature, r.humidity]) {
+            if !(*lo..=*hi).contains(&v) {
+                return Err(format!(
+                    "line {}: {v} in column '{name}' is outside its physical range [{lo}, {hi}]: check the unit",
+                    i + 2
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Timestamps must increase by one constant step: the model's window is a run of
+/// consecutive steps, and a gap, a duplicate or a reordering would feed it a different
+/// history than the timestamps claim.
+fn check_steps(rows: &[Row]) -> Result<(), String> {
+    let Some(step) = rows.get(1).map(|r| r.minute - rows[0].minute) else {
+        return Ok(());
+    };
+    if step <= 0 {
+        return Err(format!(
+            "line 3: the timestamp does not come after line 2's ({} minutes): sort the series by time and drop duplicates",
+            step
+        ));
+    }
+    for (i, w) in rows.windows(2).enumerate().skip(1) {
+        let d = w[1].minute - w[0].minute;
+        if d != step {
+            let line = i + 3;
+            return Err(if d <= 0 {
+                format!(
+                    "line {line}: the timestamp does not come after line {}'s: sort the series by time and drop duplicates",
+                    line - 1
+                )
+            } else {
+                format!(
+                    "line {line}: {d} minutes after the previous row, but the series steps by {step} minutes: fill the gap (or resample) so every step is present"
+                )
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Mean and standard deviation of the load, temperature and humidity columns.
@@ -210,6 +268,35 @@ mod tests {
         assert_eq!(parse_timestamp("1970-01-02T01:30"), Some(1440 + 90));
         assert_eq!(parse_timestamp("2026-13-01T00:00"), None);
         assert_eq!(parse_timestamp("garbage"), None);
+    }
+
+    #[test]
+    fn series_out_of_range_gapped_or_unordered_are_refused() {
+        let csv = |rows: &[&str]| {
+            let mut s = String::from("timestamp,load_mw,temperature_c,humidity_pct\n");
+            for r in rows {
+                s.push_str(r);
+                s.push('\n');
+            }
+            parse_series(s.as_bytes(), "s.csv").map_err(|e| e.to_string())
+        };
+        let ok = ["2026-01-05T00:00,500,3,70", "2026-01-05T00:15,510,3,70"];
+        assert_eq!(csv(&ok).unwrap().len(), 2);
+        let cases: [(&[&str], &str); 6] = [
+            (&["2026-01-05T00:00,1e300,3,70"], "physical range"),
+            (&["2026-01-05T00:00,500,300,70"], "'temperature_c'"),
+            (&["2026-01-05T00:00,500,3,0.7e3"], "'humidity_pct'"),
+            (&[ok[1], ok[0]], "sort the series"),
+            (&[ok[0], ok[0]], "drop duplicates"),
+            (
+                &[ok[0], ok[1], "2026-01-05T01:00,510,3,70"],
+                "45 minutes after the previous row, but the series steps by 15",
+            ),
+        ];
+        for (rows, want) in cases {
+            let e = csv(rows).unwrap_err();
+            assert!(e.contains(want), "{rows:?}: {e}");
+        }
     }
 
     #[test]

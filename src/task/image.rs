@@ -37,11 +37,48 @@ pub fn decode(path: &Path) -> Result<RgbImage, ImageError> {
     decode_bytes(&bytes, &path.display().to_string())
 }
 
+/// The largest width or height accepted, in pixels (a 20000×20000 RGB image is 1.2 GB).
+pub const MAX_SIDE: u32 = 20_000;
+/// The most elongated image accepted (long side / short side): resizing a 1×20000 strip's
+/// short side to 256 would allocate 5 million rows.
+pub const MAX_ASPECT: u32 = 32;
+
 pub fn decode_bytes(bytes: &[u8], label: &str) -> Result<RgbImage, ImageError> {
-    let img = image::load_from_memory(bytes).map_err(|e| ImageError::Read {
+    let read = |reason: String| ImageError::Read {
         path: label.to_string(),
-        reason: format!("{e} (a corrupt or truncated JPEG/PNG?)"),
+        reason,
+    };
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| read(e.to_string()))?;
+    match reader.format() {
+        Some(image::ImageFormat::Jpeg) => {
+            jpeg_complete(bytes).map_err(|e| read(format!("{e}: a truncated or corrupt JPEG")))?
+        }
+        Some(image::ImageFormat::Png) => {
+            png_complete(bytes).map_err(|e| read(format!("{e}: a truncated or corrupt PNG")))?
+        }
+        _ => {}
+    }
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(2 * 1024 * 1024 * 1024);
+    reader.limits(limits);
+    let img = reader.decode().map_err(|e| {
+        read(match e {
+            image::ImageError::Limits(_) => format!(
+                "{e}: images up to {MAX_SIDE}×{MAX_SIDE} pixels are accepted; scale it down first"
+            ),
+            _ => format!("{e} (a corrupt or truncated JPEG/PNG?)"),
+        })
     })?;
+    let (w, h) = (img.width(), img.height());
+    if w == 0 || h == 0 || w.max(h) / w.min(h) > MAX_ASPECT {
+        return Err(read(format!(
+            "the image is {w}×{h} pixels; the tasks take photographs no more elongated than {MAX_ASPECT}:1: crop it first"
+        )));
+    }
     let color = img.color();
     if color.channel_count() != 3 || color.has_alpha() {
         return Err(ImageError::Channels {
@@ -51,6 +88,99 @@ pub fn decode_bytes(bytes: &[u8], label: &str) -> Result<RgbImage, ImageError> {
         });
     }
     Ok(img.into_rgb8())
+}
+
+/// Whether a JPEG's marker structure reaches its end-of-image marker. `image` (zune-jpeg in
+/// its default, lenient mode) fills the rows of a truncated file with grey and returns
+/// success, which would grade a different image; zune-jpeg's strict mode also refuses
+/// harmless quirks of real cameras (bytes between segments), so the structure is walked
+/// here instead: segments are skipped by their length (an EXIF thumbnail's own EOI inside
+/// APP1 is never seen), entropy-coded data is scanned to the next marker.
+fn jpeg_complete(b: &[u8]) -> Result<(), String> {
+    if b.len() < 4 || b[0] != 0xFF || b[1] != 0xD8 {
+        return Err("no start-of-image marker".into());
+    }
+    let mut i = 2;
+    loop {
+        // Fill bytes (0xFF repeated) may precede a marker.
+        while i < b.len() && b[i] == 0xFF && b.get(i + 1) == Some(&0xFF) {
+            i += 1;
+        }
+        let (Some(&0xFF), Some(&m)) = (b.get(i), b.get(i + 1)) else {
+            return Err(format!(
+                "the file ends (or breaks) at byte {i} before its end-of-image marker"
+            ));
+        };
+        i += 2;
+        match m {
+            0xD9 => return Ok(()),
+            0x01 | 0xD0..=0xD7 => continue,
+            _ => {}
+        }
+        let (Some(&hi), Some(&lo)) = (b.get(i), b.get(i + 1)) else {
+            return Err(format!(
+                "segment 0xFF{m:02X} at byte {} has no length",
+                i - 2
+            ));
+        };
+        let len = usize::from(hi) << 8 | usize::from(lo);
+        if len < 2 || i + len > b.len() {
+            return Err(format!(
+                "segment 0xFF{m:02X} at byte {} runs past the end of the file",
+                i - 2
+            ));
+        }
+        i += len;
+        if m == 0xDA {
+            // Entropy-coded data: runs to the next 0xFF that is not a stuffed 0x00 or a
+            // restart marker.
+            loop {
+                match b.get(i) {
+                    None => {
+                        return Err(
+                            "the file ends inside the image data, before its end-of-image marker"
+                                .into(),
+                        );
+                    }
+                    Some(&0xFF) => match b.get(i + 1) {
+                        Some(0x00 | 0xD0..=0xD7 | 0xFF) => i += 1,
+                        Some(_) => break,
+                        None => return Err(
+                            "the file ends inside the image data, before its end-of-image marker"
+                                .into(),
+                        ),
+                    },
+                    Some(_) => i += 1,
+                }
+            }
+        }
+    }
+}
+
+/// Whether a PNG's chunks run whole up to its IEND chunk. The decoder stops once it has
+/// the pixels, so a file cut inside its last chunks would otherwise pass.
+fn png_complete(b: &[u8]) -> Result<(), String> {
+    let mut i = 8;
+    loop {
+        let Some(head) = b.get(i..i + 8) else {
+            return Err(format!(
+                "the file ends at byte {} before its IEND chunk",
+                b.len()
+            ));
+        };
+        let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let end = i.saturating_add(12).saturating_add(len);
+        if end > b.len() {
+            return Err(format!(
+                "chunk '{}' at byte {i} runs past the end of the file",
+                String::from_utf8_lossy(&head[4..8])
+            ));
+        }
+        if &head[4..8] == b"IEND" {
+            return Ok(());
+        }
+        i = end;
+    }
 }
 
 /// Resize so the short side is `short`, then crop the centre `size`×`size`
@@ -179,5 +309,47 @@ mod tests {
             decode_bytes(b"\xff\xd8\xff garbage", "c.jpg"),
             Err(ImageError::Read { .. })
         ));
+    }
+
+    fn encoded(img: &RgbImage, fmt: image::ImageFormat) -> Vec<u8> {
+        let mut b = Vec::new();
+        img.write_to(&mut std::io::Cursor::new(&mut b), fmt)
+            .unwrap();
+        b
+    }
+
+    #[test]
+    fn truncated_images_are_refused_whole_ones_decode() {
+        let img = RgbImage::from_fn(256, 200, |x, y| image::Rgb([x as u8, y as u8, 7]));
+        for fmt in [image::ImageFormat::Jpeg, image::ImageFormat::Png] {
+            let b = encoded(&img, fmt);
+            assert_eq!(decode_bytes(&b, "whole").unwrap().dimensions(), (256, 200));
+            for frac in [0.1, 0.5, 0.9, 0.999] {
+                let n = (b.len() as f64 * frac) as usize;
+                let e = match decode_bytes(&b[..n], "cut") {
+                    Ok(_) => panic!("{fmt:?} cut at {n}/{} bytes decoded", b.len()),
+                    Err(e) => e.to_string(),
+                };
+                assert!(
+                    e.contains("truncated"),
+                    "{fmt:?} cut at {n}/{}: {e}",
+                    b.len()
+                );
+            }
+        }
+        // Bytes after the end-of-image marker (camera trailers) are harmless.
+        let mut b = encoded(&img, image::ImageFormat::Jpeg);
+        b.extend_from_slice(b"trailer");
+        assert!(decode_bytes(&b, "trailer").is_ok());
+    }
+
+    #[test]
+    fn strips_and_huge_images_are_refused_before_resizing() {
+        let strip = encoded(&RgbImage::new(20_000, 1), image::ImageFormat::Png);
+        let e = decode_bytes(&strip, "strip.png").err().unwrap().to_string();
+        assert!(e.contains("20000×1") && e.contains("32:1"), "{e}");
+        let wide = encoded(&RgbImage::new(MAX_SIDE + 1, 8), image::ImageFormat::Png);
+        let e = decode_bytes(&wide, "wide.png").err().unwrap().to_string();
+        assert!(e.contains("scale it down"), "{e}");
     }
 }

@@ -213,6 +213,17 @@ pub fn run_bytes(
         );
     };
     let y: Vec<f32> = y.iter().copied().collect();
+    let (nan, inf) = y.iter().fold((0usize, 0usize), |(n, i), v| {
+        (n + v.is_nan() as usize, i + v.is_infinite() as usize)
+    });
+    if nan + inf > 0 {
+        // A class, a box or a forecast read from NaN would be an answer the model never gave.
+        anyhow::bail!(
+            "output '{}' on '{label}' holds {nan} NaN and {inf} Inf of {} values: the model or the backend computes garbage on this input (try --backend cpu to compare)",
+            first.name,
+            y.len()
+        );
+    }
     let output = match spec.task {
         Task::Classification => TaskOutput::Classes(classify::top_k(&y, spec.top_k, &spec.labels)),
         Task::Detection => {

@@ -68,6 +68,8 @@ pub struct TrainSettings {
     /// Where to write acceval's own mllog events.
     pub mllog: Option<PathBuf>,
     pub peak_power: bool,
+    /// The command line (recorded beside saved weights).
+    pub command_line: Vec<String>,
 }
 
 /// The sampler's time base: ms from its first tick.
@@ -242,6 +244,10 @@ fn save(
         candle_core::safetensors::save(&weights, p)
             .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", p.display()))?;
         files.push(p.display().to_string());
+        let rec = record(s, w, r, &std::fs::read(p)?);
+        let q = p.with_extension("toml");
+        crate::util::fs::write_file(&q, toml::to_string_pretty(&rec)?.as_bytes())?;
+        files.push(q.display().to_string());
     }
     if let Some(p) = &s.export_onnx {
         let trained = crate::zoo::weights_from_tensors(&weights)?;
@@ -256,6 +262,46 @@ fn save(
         files.push(p.display().to_string());
     }
     Ok(files)
+}
+
+/// How the saved weights were trained (the zoo copies it into models/zoo.toml).
+fn record(
+    s: &TrainSettings,
+    w: &dyn workload::Workload,
+    r: &builtin::RunResult,
+    weights: &[u8],
+) -> crate::report::schema::zoo::TrainingRecord {
+    let held = r.final_eval.as_ref().map(|e| &e.held_out);
+    crate::report::schema::zoo::TrainingRecord {
+        workload: w.zoo_name().to_string(),
+        command: s.command_line.join(" "),
+        epochs: r.epochs.windows.len(),
+        batch: s.batch.unwrap_or(w.default_batch()),
+        learning_rate: s.lr.unwrap_or(w.default_lr()),
+        seed: s.seed,
+        recipe: w.recipe(),
+        data: w
+            .data()
+            .into_iter()
+            .map(|d| crate::report::schema::zoo::TrainingData {
+                split: d.split,
+                name: d.name,
+                samples: d.samples,
+                sha256: d.sha256,
+            })
+            .collect(),
+        held_out_metric: held.map(|h| h.metric.clone()).unwrap_or_default(),
+        held_out_value: held.map(|h| h.value).unwrap_or(f64::NAN),
+        baseline: held.map(|h| h.baseline.clone()).unwrap_or_default(),
+        baseline_value: held.map(|h| h.baseline_value).unwrap_or(f64::NAN),
+        train_s: timing::process_age_s().unwrap_or(0.0),
+        device: format!(
+            "candle {} ({} thread(s))",
+            s.device,
+            candle_core::utils::get_num_threads()
+        ),
+        weights_sha256: crate::util::fs::sha256_hex(weights),
+    }
 }
 
 fn repeat_summary(runs: Vec<RunSummary>) -> Repeat {

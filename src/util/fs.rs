@@ -36,6 +36,11 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Whether `path` exists with SHA-256 `sha`.
+pub fn file_matches(path: &Path, sha: &str) -> bool {
+    std::fs::read(path).is_ok_and(|b| crate::util::fs::sha256_hex(&b) == sha)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,30 @@ pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "panic".into())
 }
 
+thread_local! {
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs the process's panic hook: the default one, except inside [`guard`], where a
+/// caught panic becomes an error message instead of a backtrace on stderr.
+pub fn install_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !QUIET.with(|q| q.get()) {
+            default(info);
+        }
+    }));
+}
+
+/// Runs `f` on this thread; a panic inside it (an engine's, on a hostile model) becomes
+/// `Err(message)`.
+pub fn guard<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    let before = QUIET.with(|q| q.replace(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(before));
+    r.map_err(|p| panic_message(p.as_ref()))
+}
+
 /// Runs `f` on a thread named `name` with a 64 MiB stack; waits at most `limit`.
 pub fn run<T: Send + 'static>(
     name: &str,

@@ -5,6 +5,7 @@
 pub mod fmt;
 pub mod fs;
 pub mod isolate;
+pub mod limits;
 pub mod paths;
 pub mod progress;
 pub mod rng;

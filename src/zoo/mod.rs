@@ -13,10 +13,10 @@ pub mod yolo;
 use std::path::{Path, PathBuf};
 
 use prost::Message;
-use serde::{Deserialize, Serialize};
 
 use crate::model::onnx::{DataType, ModelProto};
 
+pub use crate::report::schema::zoo::{Manifest, ManifestModel};
 pub use crate::report::schema::{Precision, Task};
 
 /// The element type a variant stores its weights in.
@@ -259,35 +259,6 @@ pub fn build_with(e: &Entry, p: Precision, trained: Option<&Trained>) -> Vec<u8>
 /// Bumped when model generation changes (and with it every hash in the manifest).
 pub const ZOO_VERSION: u32 = 1;
 
-/// One line of `models/zoo.toml`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ManifestModel {
-    pub name: String,
-    pub file: String,
-    pub scenario: String,
-    pub task: Task,
-    pub precision: Precision,
-    pub input: String,
-    pub input_shape: Vec<i64>,
-    pub architecture: String,
-    pub reference: String,
-    pub labels: Vec<String>,
-    pub sha256: String,
-    pub bytes: u64,
-    pub params: u64,
-    pub params_bytes: u64,
-    pub macs: u64,
-    /// Whether the file is committed (at most 5 MB) or built on demand.
-    pub committed: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct Manifest {
-    /// Format of the models (bumped when generation changes, with new hashes).
-    pub zoo_version: u32,
-    pub models: Vec<ManifestModel>,
-}
-
 /// The largest file committed to the repository.
 pub const COMMIT_LIMIT_BYTES: u64 = 5_000_000;
 
@@ -316,10 +287,7 @@ pub fn identify(model: &Path) -> Option<(Entry, Precision)> {
     file_matches(model, &m.sha256).then_some((entry, precision))
 }
 
-/// Whether `path` exists with SHA-256 `sha`.
-pub fn file_matches(path: &Path, sha: &str) -> bool {
-    std::fs::read(path).is_ok_and(|b| crate::util::fs::sha256_hex(&b) == sha)
-}
+pub use crate::util::fs::file_matches;
 
 /// Builds a model into `dir`, checks it against the manifest entry `expected` (unless
 /// `update`), writes it atomically and returns its manifest line.
@@ -368,7 +336,18 @@ pub fn build_to(
         params_bytes: a.params.bytes,
         macs: a.macs.unwrap_or(0),
         committed: (bytes.len() as u64) <= COMMIT_LIMIT_BYTES,
+        training: training_record(e),
     })
+}
+
+/// The training record beside the committed weights (`models/weights/<name>.toml`), when
+/// the weights are trained and the record matches them.
+pub fn training_record(e: &Entry) -> Option<crate::report::schema::zoo::TrainingRecord> {
+    let w = weights_path(e.name);
+    let rec: crate::report::schema::zoo::TrainingRecord =
+        toml::from_str(&std::fs::read_to_string(w.with_extension("toml")).ok()?).ok()?;
+    let sha = crate::util::fs::sha256_hex(&std::fs::read(&w).ok()?);
+    (rec.weights_sha256 == sha).then_some(rec)
 }
 
 /// The file for `--model ARG`: the path itself when it exists; for a zoo name

@@ -1,7 +1,9 @@
 //! A streaming LLM test server with known delays (tests/llm.rs, tests/grade.rs): the first
 //! token after FIRST_MS, then one every GAP_MS, in the wire format of the API the request
 //! path names (OpenAI completions or chat, TGI, Triton generate). The model name selects
-//! faults: `error-mid`, `cut`, `drop`, `http-500`, `slow`.
+//! faults: `error-mid`, `cut`, `drop`, `http-500`, `slow`; `huge-line` (an SSE line of
+//! HUGE_BYTES that never ends), `huge-error` (HTTP 500 with a HUGE_BYTES body); and `fast`
+//! (FAST_FIRST_MS, then FAST_GAP_MS).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -11,6 +13,28 @@ use serde_json::{Value, json};
 
 pub const FIRST_MS: u64 = 80;
 pub const GAP_MS: u64 = 15;
+pub const FAST_FIRST_MS: u64 = 5;
+pub const FAST_GAP_MS: u64 = 1;
+/// The size of `huge-line`'s line and `huge-error`'s body: 256 MiB.
+pub const HUGE_BYTES: usize = 256 << 20;
+
+/// Writes `n` bytes of `x` in 64 KiB pieces (stops quietly when the client hangs up).
+fn flood(s: &mut TcpStream, n: usize, chunked: bool) -> std::io::Result<()> {
+    let piece = vec![b'x'; 64 << 10];
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(piece.len());
+        if chunked {
+            write!(s, "{k:x}\r\n")?;
+        }
+        s.write_all(&piece[..k])?;
+        if chunked {
+            write!(s, "\r\n")?;
+        }
+        left -= k;
+    }
+    s.flush()
+}
 
 fn chunk(s: &mut TcpStream, data: &str) -> std::io::Result<()> {
     let b = format!("data: {data}\n\n");
@@ -58,6 +82,13 @@ fn handle(mut s: TcpStream) -> std::io::Result<()> {
         )?;
         return Ok(());
     }
+    if model == "huge-error" {
+        write!(
+            s,
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: {HUGE_BYTES}\r\nConnection: close\r\n\r\n"
+        )?;
+        return flood(&mut s, HUGE_BYTES, false);
+    }
     if req["stream"] == false {
         std::thread::sleep(Duration::from_millis(FIRST_MS + (n - 1) * GAP_MS));
         let b = json!({"choices":[{"index":0,"text":" tok".repeat(n as usize),"finish_reason":"length"}],
@@ -78,6 +109,10 @@ fn handle(mut s: TcpStream) -> std::io::Result<()> {
     // A keep-alive comment, as sse-starlette servers send: ignored by the client.
     let ping = ": ping - 0\n\n";
     write!(s, "{:x}\r\n{ping}\r\n", ping.len())?;
+    if model == "huge-line" {
+        write!(s, "6\r\ndata: \r\n")?;
+        return flood(&mut s, HUGE_BYTES, true);
+    }
     let chat = path.starts_with("/v1/chat");
     if chat {
         chunk(
@@ -86,8 +121,12 @@ fn handle(mut s: TcpStream) -> std::io::Result<()> {
         )?;
     }
     for k in 0..n {
-        let first = if model == "slow" { 20_000 } else { FIRST_MS };
-        std::thread::sleep(Duration::from_millis(if k == 0 { first } else { GAP_MS }));
+        let (first, gap) = match model {
+            "slow" => (20_000, GAP_MS),
+            "fast" => (FAST_FIRST_MS, FAST_GAP_MS),
+            _ => (FIRST_MS, GAP_MS),
+        };
+        std::thread::sleep(Duration::from_millis(if k == 0 { first } else { gap }));
         if k == 2 && model == "error-mid" {
             chunk(&mut s, r#"{"error":{"message":"overloaded mid-stream"}}"#)?;
             break;

@@ -41,12 +41,16 @@ pub struct ErrorMetrics {
 #[derive(Debug, Clone, Serialize, PartialEq, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Agreement {
-    /// Classification: inputs whose top-1 class equals the reference's.
+    /// Classification: inputs whose top-1 class equals the reference's, and inputs whose
+    /// top-5 classes include the reference's top-1.
     Top1 {
         inputs: u64,
         agree: u64,
+        #[serde(default)]
+        top5_agree: u64,
     },
-    /// Detection at the given post-processing thresholds.
+    /// Detection at the given post-processing thresholds: boxes matched one to one at
+    /// IoU >= match_iou; `same_class` of them with the reference's class.
     Detection {
         conf: f32,
         nms_iou: f64,
@@ -55,6 +59,15 @@ pub enum Agreement {
         boxes: u64,
         matched: u64,
         same_class: u64,
+    },
+    /// Forecasting: the absolute error of every output element, and the absolute
+    /// percentage error where the reference is away from zero (|reference| > 1e-6).
+    Forecast {
+        inputs: u64,
+        elements: u64,
+        abs_error_sum: f64,
+        ape_sum: f64,
+        ape_elements: u64,
     },
     NotApplicable {
         reason: String,
@@ -219,6 +232,10 @@ pub struct AccuracyReport {
     pub outputs: Vec<OutputResult>,
     pub inputs: Vec<InputResult>,
     pub nonfinite: Vec<Nonfinite>,
+    /// The null baselines: what zeros, a constant and input-independent outputs score.
+    pub discrimination: Discrimination,
+    /// Whether the reference comes from another engine than the one under test.
+    pub independence: Independence,
     pub agreement: Agreement,
     pub agreement_text: String,
     /// Warm runs of the backend, one per input, ms.
@@ -238,4 +255,69 @@ pub struct PrecisionTable {
     pub model: String,
     pub backend: String,
     pub rows: Vec<AccuracyReport>,
+}
+
+/// A null output graded against the same reference: what a broken device would score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum NullKind {
+    /// All zeros (a device that returns nothing).
+    #[serde(rename = "zeros")]
+    Zeros,
+    /// The per-element mean of the reference outputs over the inputs: the best constant,
+    /// input-independent output.
+    #[serde(rename = "mean")]
+    Mean,
+    /// The reference outputs of another input (input k graded against input k+1's):
+    /// plausible outputs that ignore the input.
+    #[serde(rename = "permuted")]
+    Permuted,
+}
+
+impl std::fmt::Display for NullKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NullKind::Zeros => "zeros",
+            NullKind::Mean => "mean of the reference outputs",
+            NullKind::Permuted => "reference outputs permuted across inputs",
+        })
+    }
+}
+
+/// One null baseline's grade.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NullBaseline {
+    pub kind: NullKind,
+    /// The worst output's MSE against the reference (null when it cannot be formed).
+    pub mse: Option<f64>,
+    pub worst_output: Option<String>,
+    /// The Table 3 level this null output would get.
+    pub level: Option<Level>,
+    /// Whether it meets the required level (it must not, for the grade to count).
+    pub meets_required: Option<bool>,
+    /// Why it cannot be formed (one input, outputs of different shapes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// Whether the reference can tell a broken device from a working one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Discrimination {
+    pub definition: String,
+    pub nulls: Vec<NullBaseline>,
+    /// How much the reference outputs depend on the input: the RMS of each output's
+    /// deviation from its per-element mean over the inputs, over the RMS of the output,
+    /// the smallest over the outputs (0: the outputs ignore the input).
+    pub input_dependence: Option<f64>,
+    /// False when a null output meets the required level: the grade is then INVALID.
+    pub discriminating: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Whether the reference was computed, or cross-checked, on an engine other than the one
+/// under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Independence {
+    pub independent: bool,
+    pub reason: String,
 }

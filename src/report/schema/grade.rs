@@ -11,7 +11,10 @@ use super::Verdict;
 use super::accuracy::AccuracyReport;
 use super::bench::BenchReport;
 use super::devices::Devices;
+use super::llm::LlmReport;
 use super::profile::{Profile, SpeedLevel};
+use super::qps::QpsReport;
+use super::session::PlacementSummary;
 use crate::standard::Level;
 
 /// The schema of `report.json`. Version 1 (acceval 0.1 before the typed report) had the
@@ -185,8 +188,11 @@ pub struct GradeReport {
     pub accuracy: Vec<AccuracyReport>,
     pub accuracy_errors: Vec<AccuracyError>,
     pub speed: Option<SpeedResult>,
-    pub qps: Option<serde_json::Value>,
-    pub llm: Option<serde_json::Value>,
+    /// Where the speed model's operators ran (§6.2 f) and the adaptation route (§6 g).
+    #[serde(default)]
+    pub placement: Option<PlacementSummary>,
+    pub qps: Option<QpsReport>,
+    pub llm: Option<LlmReport>,
     /// The `[train]` stage's result (§7.1, optional).
     #[serde(default)]
     pub train: Option<super::train::TrainReport>,

@@ -12,14 +12,18 @@ pub mod bench;
 pub mod conformance;
 pub mod devices;
 pub mod grade;
+pub mod inspect;
+pub mod llm;
 pub mod nan;
 pub mod profile;
+pub mod qps;
 pub mod run;
 pub mod session;
 pub mod stats;
 pub mod telemetry;
 pub mod train;
 mod vocab;
+pub mod zoo;
 
 pub use vocab::*;
 
@@ -49,6 +53,7 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
             schema_for!(conformance::ConformanceReport),
         ),
         ("profile.schema.json", schema_for!(profile::Profile)),
+        ("inspect.schema.json", schema_for!(inspect::Analysis)),
         ("train.schema.json", schema_for!(train::TrainReport)),
     ]
 }

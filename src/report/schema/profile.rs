@@ -82,6 +82,22 @@ pub struct AccuracySection {
     pub required: Level,
     /// The FP32 reference folder [default: the zoo model's].
     pub reference: Option<String>,
+    /// The profile's task-agreement thresholds (beside the standard's MSE): the share of
+    /// inputs whose top-1 class agrees with the reference's (classification), 0–1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_top1: Option<f64>,
+    /// ... whose top-5 classes hold the reference's top-1, 0–1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_top5: Option<f64>,
+    /// Detection: F1 of the boxes matched at IoU ≥ 0.5 with the reference's class, 0–1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_f1: Option<f64>,
+    /// Forecasting: mean absolute error against the reference, in the output's units.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_mae: Option<f64>,
+    /// Forecasting: mean absolute percentage error against the reference, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_mape_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]

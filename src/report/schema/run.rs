@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::Task;
-use super::session::{LoadTimings, NodePlacement, SessionInfo};
+use super::session::{LoadTimings, NodePlacement, PlacementSummary, SessionInfo};
 use super::stats::Summary;
 
 /// Per-stage wall-clock times of one pass, ms.
@@ -134,6 +134,9 @@ pub struct RunReport {
     pub outputs: Vec<OutputRecord>,
     pub output_file: Option<String>,
     pub placement: Option<PlacementRecord>,
+    /// The share of the graph's nodes and MACs on the device under test (with --placement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_summary: Option<PlacementSummary>,
 }
 
 /// What `acceval run --image/--series` reports.

@@ -84,3 +84,99 @@ impl std::fmt::Display for Availability {
         }
     }
 }
+
+/// The class of device a backend runs on (§6 c, §6.2 b ask for a dedicated AI chip besides
+/// CPU and GPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceClass {
+    Cpu,
+    Gpu,
+    /// A neural processing unit (Ascend, Hexagon, an OpenVINO NPU).
+    Npu,
+    Asic,
+    Fpga,
+    Tpu,
+    /// A stand-in for tests (the mock backend): never certified.
+    Emulated,
+}
+
+impl DeviceClass {
+    /// Whether it is a dedicated AI chip in §6.2 b's sense (not a CPU, not a GPU).
+    pub fn is_dedicated_ai_chip(self) -> bool {
+        matches!(
+            self,
+            DeviceClass::Npu | DeviceClass::Asic | DeviceClass::Fpga | DeviceClass::Tpu
+        )
+    }
+}
+
+impl std::fmt::Display for DeviceClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeviceClass::Cpu => "CPU",
+            DeviceClass::Gpu => "GPU",
+            DeviceClass::Npu => "NPU",
+            DeviceClass::Asic => "ASIC",
+            DeviceClass::Fpga => "FPGA",
+            DeviceClass::Tpu => "TPU",
+            DeviceClass::Emulated => "emulated device",
+        })
+    }
+}
+
+/// How a backend hands operators to its device (§6 g): the draft's three routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AdaptationRoute {
+    /// Operator development or mapping: each ONNX operator runs on a kernel of the device.
+    OperatorMapping,
+    /// Graph-engine hand-off: the device takes subgraphs (or the whole graph) and runs them.
+    GraphHandoff,
+    /// Compiler back end: the graph is compiled to the device's code.
+    CompilerBackend,
+    /// No device (the mock).
+    None,
+}
+
+impl std::fmt::Display for AdaptationRoute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AdaptationRoute::OperatorMapping => "operator mapping",
+            AdaptationRoute::GraphHandoff => "subgraph / whole-graph hand-off",
+            AdaptationRoute::CompilerBackend => "compiler back end",
+            AdaptationRoute::None => "none",
+        })
+    }
+}
+
+/// A subgraph an execution provider took whole (e.g. OpenVINO's fused subgraphs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FusedSubgraph {
+    pub name: String,
+    pub provider: String,
+}
+
+/// Where the model's operators ran (§6.2 f), with the share of nodes and of MACs on the
+/// device under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlacementSummary {
+    pub device_class: DeviceClass,
+    pub route: AdaptationRoute,
+    /// What the route means for this backend.
+    pub route_detail: String,
+    /// How placement was obtained (ONNX Runtime profiling, tract's transform, ...).
+    pub source: Option<String>,
+    /// Nodes of the ONNX graph.
+    pub nodes: usize,
+    pub nodes_on_device: Option<usize>,
+    pub macs: Option<u64>,
+    pub macs_on_device: Option<u64>,
+    /// Execution-provider subgraphs that took several original nodes at once.
+    pub fused_subgraphs: Vec<FusedSubgraph>,
+    /// Nodes that ran on the CPU although the device under test is not the CPU.
+    pub cpu_fallback: Vec<String>,
+    /// Why placement could not be recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}

@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""Hostile ONNX files against `acceval inspect` (issue 16): named defects and a mutation
+campaign. A certification lab feeds models it did not make; every input must end in a
+result (exit 0) or one clean error (exit 2), never a panic (exit 101, or a signal) or a hang.
+
+Usage: hostile_models.py [--bin target/debug/acceval] [--out DIR] [--cases N] [--seed S]
+                         [--seeds-from DIR ...] [--keep]
+
+  --bin         the acceval binary (default target/debug/acceval)
+  --out         where the generated files go (default: a temporary folder, removed unless
+                --keep)
+  --cases       mutated files to generate (default 400), spread over the seed models
+  --seed        random seed of the campaign (default 16; the campaign is deterministic)
+  --seeds-from  extra folders whose *.onnx files are mutated too (default: models/ and the
+                files the named cases build)
+  --timeout     seconds after which a run counts as a hang (default 10)
+
+Needs the `onnx` and `numpy` packages (the CI venv has them). Prints one line per named case
+(what came back), then a table: cases | ok | clean errors | panics | hangs | other; and
+every panic or hang with the file that caused it (kept under --out). Exit status 1 when any
+panic or hang was seen.
+
+Mutations: random byte flips, truncation, deleted/duplicated nodes, dims set to huge,
+negative or zero values, attributes set to extreme integers, initializers whose data no
+longer matches their dims, renamed inputs (dangling edges), swapped data types, and
+inflated external-data offsets. Each mutated file is parsed back by nothing but acceval.
+"""
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIG = [2**31, 2**32, 2**62, 2**63 - 1, -1, -2**63, 0, 10**12, -7]
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17, value_info=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits), value_info=list(value_info))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def vi(name, dims, t=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, t, dims)
+
+
+def write(out, name, m_or_bytes):
+    p = os.path.join(out, name)
+    data = m_or_bytes if isinstance(m_or_bytes, (bytes, bytearray)) else m_or_bytes.SerializeToString()
+    with open(p, "wb") as f:
+        f.write(data)
+    return p
+
+
+def named_cases(out):
+    """(name, path, what the lab should see) for each defect of issue 16."""
+    cases = []
+
+    def add(name, m, want):
+        cases.append((name, write(out, name + ".onnx", m), want))
+
+    # 1. A tiny file declaring a 10^12-element initializer (no data behind it).
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[10**6, 10**6])
+    add("declared_count_without_data",
+        model([helper.make_node("Identity", ["w"], ["y"])], [], [vi("y", None)], [t]),
+        "error naming 'w'")
+    # 2. dims 2^32 x 2^32 x 16 wrap a u64 product to 0.
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2**32, 2**32, 16])
+    add("dims_product_wraps",
+        model([helper.make_node("Identity", ["w"], ["y"])], [], [vi("y", None)], [t]),
+        "error naming 'w'")
+    # 3. External data whose offset/length wrap the bounds check.
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in [("location", "w.bin"), ("offset", str(2**64 - 8)), ("length", "16")]:
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    with open(os.path.join(out, "w.bin"), "wb") as f:
+        f.write(b"\0" * 16)
+    add("external_offset_wraps",
+        model([helper.make_node("Identity", ["w"], ["y"])], [], [vi("y", None)], [t]),
+        "error naming 'w'")
+    # 4. A Conv with huge pads (exact MACs would be ~4.8e24).
+    w = numpy_helper.from_array(np.zeros((16, 3, 3, 3), np.float32), "w")
+    add("conv_huge_pads",
+        model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[10**12, 10**12, 10**12, 10**12])],
+              [vi("x", [1, 3, 224, 224])], [vi("y", None)], [w]),
+        "error naming the node, or exact MACs")
+    # 5. External data outside the model's folder: absolute, ../, and a symlink.
+    for name, loc in [("external_absolute", "/etc/passwd"), ("external_dotdot", "../../../etc/passwd"),
+                      ("external_symlink", "link.bin")]:
+        t = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[1])
+        t.data_location = TensorProto.EXTERNAL
+        e = t.external_data.add()
+        e.key, e.value = "location", loc
+        add(name, model([helper.make_node("Identity", ["w"], ["y"])], [], [vi("y", None)], [t]),
+            "refused without revealing the target")
+    link = os.path.join(out, "link.bin")
+    if not os.path.lexists(link):
+        os.symlink("/etc/passwd", link)
+    # 6. External data that is a FIFO (open() would block), and a model that is a FIFO.
+    t = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[1])
+    t.data_location = TensorProto.EXTERNAL
+    e = t.external_data.add()
+    e.key, e.value = "location", "fifo.bin"
+    fifo = os.path.join(out, "fifo.bin")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    add("external_fifo", model([helper.make_node("Identity", ["w"], ["y"])], [], [vi("y", None)], [t]),
+        "error: not a regular file")
+    mfifo = os.path.join(out, "model_fifo.onnx")
+    if not os.path.exists(mfifo):
+        os.mkfifo(mfifo)
+    cases.append(("model_is_fifo", mfifo, "error: not a regular file"))
+    # 7. 100k-node chain (near-linear analysis).
+    n = 100_000
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(n)]
+    add("chain_100k", model(nodes, [vi("t0", [1, 8])], [vi(f"t{n}", None)]), "ok, fast")
+    # 8. A graph output that no node produces; a negative and an overflowing declared dim.
+    add("output_not_produced",
+        model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [1, 4])], [vi("nowhere", [1])]),
+        "ok or clean error")
+    add("negative_declared_dim",
+        model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [-5, 4])], [vi("y", None)]),
+        "dynamic dim, not a panic")
+    add("overflowing_declared_dims",
+        model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2**62, 2**62])], [vi("y", None)]),
+        "error naming 'x'")
+    # 9. ConstantOfShape / Expand to 10^12 elements.
+    shp = numpy_helper.from_array(np.array([10**6, 10**6], np.int64), "shp")
+    add("constant_of_shape_1e12",
+        model([helper.make_node("ConstantOfShape", ["shp"], ["c"]), helper.make_node("Relu", ["c"], ["y"])],
+              [], [vi("y", None)], [shp]),
+        "ok (10^12 other ops) or clean error")
+    add("expand_1e12",
+        model([helper.make_node("Expand", ["x", "shp"], ["e"]), helper.make_node("Relu", ["e"], ["y"])],
+              [vi("x", [1, 1])], [vi("y", None)], [shp]),
+        "ok (10^12 other ops) or clean error")
+    return cases
+
+
+MUTATORS = []
+
+
+def mutator(f):
+    MUTATORS.append(f)
+    return f
+
+
+@mutator
+def flip_bytes(data, rng):
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        b[rng.randrange(len(b))] = rng.randrange(256)
+    return bytes(b)
+
+
+@mutator
+def truncate(data, rng):
+    return data[: rng.randrange(1, max(2, len(data)))]
+
+
+def proto_mutator(f):
+    def wrapped(data, rng):
+        m = onnx.ModelProto()
+        m.ParseFromString(data)
+        if f(m, rng) is False:
+            return None
+        return m.SerializeToString()
+    wrapped.__name__ = f.__name__
+    MUTATORS.append(wrapped)
+    return wrapped
+
+
+@proto_mutator
+def huge_dims(m, rng):
+    vs = list(m.graph.input) + list(m.graph.output) + list(m.graph.value_info)
+    if not vs:
+        return False
+    v = rng.choice(vs)
+    dims = v.type.tensor_type.shape.dim
+    if not dims:
+        return False
+    d = rng.choice(dims)
+    d.dim_value = rng.choice(BIG)
+
+
+@proto_mutator
+def initializer_dims(m, rng):
+    if not m.graph.initializer:
+        return False
+    t = rng.choice(m.graph.initializer)
+    if t.dims:
+        t.dims[rng.randrange(len(t.dims))] = rng.choice(BIG + [3, 1])
+    else:
+        t.dims.append(rng.choice(BIG))
+
+
+@proto_mutator
+def attribute_extreme(m, rng):
+    nodes = [n for n in m.graph.node if n.attribute]
+    if not nodes:
+        return False
+    a = rng.choice(rng.choice(nodes).attribute)
+    if a.type == onnx.AttributeProto.INT:
+        a.i = rng.choice(BIG)
+    elif a.type == onnx.AttributeProto.INTS and len(a.ints):
+        a.ints[rng.randrange(len(a.ints))] = rng.choice(BIG)
+    elif a.type == onnx.AttributeProto.FLOATS and len(a.floats):
+        a.floats[rng.randrange(len(a.floats))] = rng.choice([float("nan"), float("inf"), -1e30, 0.0])
+    elif a.type == onnx.AttributeProto.TENSOR:
+        a.t.dims.append(rng.choice(BIG))
+    else:
+        return False
+
+
+@proto_mutator
+def drop_node(m, rng):
+    if not m.graph.node:
+        return False
+    del m.graph.node[rng.randrange(len(m.graph.node))]
+
+
+@proto_mutator
+def duplicate_node(m, rng):
+    if not m.graph.node:
+        return False
+    n = rng.choice(m.graph.node)
+    m.graph.node.insert(rng.randrange(len(m.graph.node)), n)
+
+
+@proto_mutator
+def dangle_input(m, rng):
+    nodes = [n for n in m.graph.node if n.input]
+    if not nodes:
+        return False
+    n = rng.choice(nodes)
+    n.input[rng.randrange(len(n.input))] = rng.choice(["", "missing", n.output[0] if n.output else "x"])
+
+
+@proto_mutator
+def change_dtype(m, rng):
+    ts = list(m.graph.initializer)
+    if not ts:
+        return False
+    rng.choice(ts).data_type = rng.choice([0, 1, 2, 7, 8, 10, 16, 21, 22, 25, 99, -3])
+
+
+@proto_mutator
+def shrink_data(m, rng):
+    ts = [t for t in m.graph.initializer if t.raw_data]
+    if not ts:
+        return False
+    t = rng.choice(ts)
+    t.raw_data = t.raw_data[: rng.randrange(len(t.raw_data))]
+
+
+@proto_mutator
+def shape_value(m, rng):
+    ts = [t for t in m.graph.initializer if t.data_type == TensorProto.INT64 and t.raw_data]
+    if not ts:
+        return False
+    t = rng.choice(ts)
+    a = numpy_helper.to_array(t).copy().reshape(-1)
+    if a.size == 0:
+        return False
+    a[rng.randrange(a.size)] = rng.choice(BIG)
+    t.raw_data = a.astype(np.int64).tobytes()
+
+
+@proto_mutator
+def opset(m, rng):
+    m.opset_import[0].version = rng.choice([0, 1, 7, 10, 11, 13, 23, 99, -1, 2**40])
+
+
+@proto_mutator
+def permute_nodes(m, rng):
+    nodes = list(m.graph.node)
+    if len(nodes) < 2:
+        return False
+    rng.shuffle(nodes)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+
+
+def seed_files(extra_dirs, cases):
+    """Regular models (the zoo's, and *.onnx under --seeds-from, recursively) and the
+    named hostile cases, each under 16 MB."""
+    regular = []
+    for d in [os.path.join(ROOT, "models")] + list(extra_dirs):
+        for base, _, files in os.walk(d):
+            for f in sorted(files):
+                p = os.path.join(base, f)
+                if f.endswith(".onnx") and os.path.isfile(p) and os.path.getsize(p) < 16 << 20:
+                    regular.append(p)
+    hostile = [p for (name, p, _) in cases if os.path.isfile(p) and name != "chain_100k"]
+    return sorted(regular), hostile
+
+
+def run(bin_, path, timeout):
+    try:
+        r = subprocess.run([bin_, "inspect", "--json", path], capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "hang", ""
+    err = r.stderr.decode("utf-8", "replace").strip()
+    if r.returncode == 0:
+        return "ok", err
+    if r.returncode == 2 and "panicked" not in err:
+        return "clean error", err
+    if r.returncode in (101, 134) or r.returncode < 0 or "panicked" in err:
+        return "panic", err
+    return f"other({r.returncode})", err
+
+
+def summary(err):
+    """The panic message (its location and text), else the last line of stderr."""
+    lines = err.splitlines()
+    for i, l in enumerate(lines):
+        if "panicked at" in l:
+            return " ".join(x.strip() for x in lines[i:i + 2])
+    return lines[-1] if lines else ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target/debug/acceval"))
+    ap.add_argument("--out")
+    ap.add_argument("--cases", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=16)
+    ap.add_argument("--seeds-from", nargs="*", default=[])
+    ap.add_argument("--timeout", type=float, default=10.0)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    out = a.out or tempfile.mkdtemp(prefix="acceval-hostile-")
+    os.makedirs(out, exist_ok=True)
+    bad = []
+    print("named cases:")
+    cases = named_cases(out)
+    for name, path, want in cases:
+        kind, err = run(a.bin, path, a.timeout)
+        print(f"  {name:28} {kind:12} (want: {want}) {summary(err)[:160]}")
+        if kind in ("panic", "hang") or kind.startswith("other"):
+            bad.append((name, path, kind, err))
+    rng = random.Random(a.seed)
+    regular, hostile = seed_files(a.seeds_from, cases)
+    seeds = regular + hostile
+    tally = {}
+    mdir = os.path.join(out, "mutated")
+    os.makedirs(mdir, exist_ok=True)
+    blobs = {p: open(p, "rb").read() for p in seeds}
+    made = 0
+    attempts = 0
+    while made < a.cases and attempts < a.cases * 20:
+        attempts += 1
+        # Three in four cases mutate a regular model; the rest a named hostile one.
+        src = rng.choice(hostile if (hostile and made % 4 == 3) else regular)
+        mut = rng.choice(MUTATORS)
+        try:
+            data = mut(blobs[src], rng)
+        except Exception:
+            data = None
+        if not data:
+            continue
+        # Mutated files live beside their source so external data (and its checks) still apply.
+        path = os.path.join(mdir, f"{made:04d}_{mut.__name__}_{os.path.basename(src)}")
+        with open(path, "wb") as f:
+            f.write(data)
+        # External data files travel with their model (mutated files share one folder).
+        for side in os.listdir(os.path.dirname(src)):
+            s = os.path.join(os.path.dirname(src), side)
+            if (side.endswith((".data", ".bin")) and os.path.isfile(s) and not os.path.islink(s)
+                    and not os.path.exists(os.path.join(mdir, side))):
+                shutil.copy(s, os.path.join(mdir, side))
+        kind, err = run(a.bin, path, a.timeout)
+        key = kind if kind in ("ok", "clean error", "panic", "hang") else "other"
+        tally.setdefault(mut.__name__, {}).setdefault(key, 0)
+        tally[mut.__name__][key] += 1
+        if key in ("panic", "hang", "other"):
+            bad.append((os.path.basename(path), path, kind, err))
+        made += 1
+    cols = ["ok", "clean error", "panic", "hang", "other"]
+    print(f"\nmutation campaign: {made} cases from {len(regular)} regular and {len(hostile)} hostile seed models (seed {a.seed})")
+    print("| mutation | cases | " + " | ".join(cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    total = {c: 0 for c in cols}
+    for name in sorted(tally):
+        row = tally[name]
+        for c in cols:
+            total[c] += row.get(c, 0)
+        print(f"| {name} | {sum(row.values())} | " + " | ".join(str(row.get(c, 0)) for c in cols) + " |")
+    print(f"| **all** | {made} | " + " | ".join(str(total[c]) for c in cols) + " |")
+    for name, path, kind, err in bad:
+        print(f"\n{kind}: {name} ({path})\n  {summary(err)}")
+    if not (a.keep or a.out):
+        shutil.rmtree(out, ignore_errors=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

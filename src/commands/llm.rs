@@ -1,0 +1,62 @@
+//! `acceval llm`: flags → [`LlmSettings`] → `llm::measure` → the report's outputs.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+
+use crate::Outcome;
+use crate::cli::LlmArgs;
+use crate::llm::{self, Dataset, LlmSettings};
+use crate::util::progress::Progress;
+
+/// The library settings of `llm`'s flags (checked by [`LlmSettings::plan`]).
+pub fn settings(a: &LlmArgs) -> anyhow::Result<LlmSettings> {
+    let dataset = match (a.dataset.as_str(), &a.synthetic_config) {
+        ("synthetic", c) => Dataset::Synthetic(c.clone()),
+        (path, None) => Dataset::Jsonl(PathBuf::from(path)),
+        (path, Some(_)) => bail!(
+            "--synthetic-config applies to --dataset synthetic, not to the JSONL file '{path}'"
+        ),
+    };
+    Ok(LlmSettings {
+        url: a.url.clone(),
+        model: a.model.clone(),
+        api: a.api,
+        stream: !a.no_stream,
+        dataset,
+        request_count: a.request_count,
+        tokenizer: a.tokenizer.clone(),
+        max_output_len: a.max_output_len,
+        concurrency: a.concurrency,
+        request_rate: a.request_rate.clone(),
+        distribution: a.distribution,
+        seed: a.seed,
+        warmup: a.warmup,
+        sampling_params: a.sampling_params.clone(),
+        slo: a.slo.clone(),
+        timeout_s: a.timeout,
+        max_connections: a.max_connections,
+        max_event_bytes: a.max_event_bytes,
+        max_error_bytes: a.max_error_bytes,
+        tls: a.tls.tls(),
+    })
+}
+
+/// `acceval llm`: exit 0 when every run completed without a failed request.
+pub fn run(args: LlmArgs) -> anyhow::Result<Outcome> {
+    let stop = crate::util::signal::stop_flag();
+    let plan = settings(&args)?.plan()?;
+    let progress = Progress::new(0, "{bar:30} {pos}/{len} requests, {msg}");
+    let report = llm::measure(&plan, &progress, &stop)?;
+    progress.finish();
+    let written = args.output.outputs().emit(&report)?;
+    if !written.is_empty() {
+        eprintln!("Written: {}", super::qps::list(&written));
+    }
+    let bad = report.runs.is_empty() || report.runs.iter().any(|r| r.failed > 0 || !r.complete);
+    Ok(if bad {
+        Outcome::NotCompliant
+    } else {
+        Outcome::Ok
+    })
+}

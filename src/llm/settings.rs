@@ -1,0 +1,383 @@
+//! What an LLM serving benchmark is asked to do ([`LlmSettings`], filled by the CLI from its
+//! flags or by `grade` from a profile, every default defined here once), and the checked,
+//! resolved form it runs from ([`LlmPlan`]: ranges checked, dataset read, tokenizer loaded,
+//! request bodies built).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use hyper::body::Bytes;
+use serde_json::{Map, Value};
+
+use super::dataset::{self, Prompt, SyntheticConfig};
+use crate::load::client::Tls;
+use crate::load::settings::{self, Low, MAX_CONNECTIONS, MAX_SECONDS, SettingsError};
+use crate::report::schema::llm::{Api, GoodputMetric};
+use crate::report::schema::qps::Arrival;
+
+/// `--max-output-len` (for JSONL prompts without max_tokens).
+pub const DEFAULT_MAX_OUTPUT_LEN: u64 = 256;
+/// `--concurrency`.
+pub const DEFAULT_CONCURRENCY: usize = 1;
+/// `--seed`.
+pub const DEFAULT_SEED: u64 = 1;
+/// `--warmup` (MindIE's WarmupSize default).
+pub const DEFAULT_WARMUP: usize = 10;
+/// `--timeout`, s.
+pub const DEFAULT_TIMEOUT_S: f64 = 600.0;
+/// `--max-connections`.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
+/// `--max-event-bytes`: one SSE line or event, or one whole non-streamed response (1 MiB).
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 1 << 20;
+/// `--max-error-bytes`: an error body kept for its message (64 KiB).
+pub const DEFAULT_MAX_ERROR_BYTES: usize = 64 << 10;
+/// MindIE's largest `--Concurrency` and `--WarmupSize`.
+pub const MAX_CONCURRENCY: usize = 1000;
+/// MindIE's largest `--RequestRate`, req/s.
+pub const MAX_REQUEST_RATE: f64 = 10_000.0;
+
+/// Where the prompts come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dataset {
+    /// MindIE's synthetic data from a synthetic_config.json, or (`None`) from MindIE's sample.
+    Synthetic(Option<PathBuf>),
+    /// A JSONL file of `{"prompt", "max_tokens"}`.
+    Jsonl(PathBuf),
+}
+
+/// An LLM serving benchmark as a caller gives it (unchecked).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmSettings {
+    pub url: String,
+    pub model: String,
+    pub api: Api,
+    pub stream: bool,
+    pub dataset: Dataset,
+    /// Requests per run [default: the dataset's size].
+    pub request_count: Option<usize>,
+    /// A Hugging Face tokenizer.json for token counts without the server's usage.
+    pub tokenizer: Option<PathBuf>,
+    pub max_output_len: u64,
+    pub concurrency: usize,
+    /// Open-loop rates, one run each; empty = one closed-loop run at `concurrency`.
+    pub request_rate: Vec<f64>,
+    pub distribution: Arrival,
+    pub seed: u64,
+    pub warmup: usize,
+    /// Sampling parameters passed through, a JSON object.
+    pub sampling_params: Option<String>,
+    /// Goodput bounds, e.g. `ttft<=500ms,tpot<=50ms`.
+    pub slo: Option<String>,
+    pub timeout_s: f64,
+    pub max_connections: usize,
+    pub max_event_bytes: usize,
+    pub max_error_bytes: usize,
+    pub tls: Tls,
+}
+
+impl LlmSettings {
+    /// The defaults, for `model` at `url` (OpenAI completions, streaming, MindIE's sample
+    /// synthetic data).
+    pub fn new(url: &str, model: &str) -> LlmSettings {
+        LlmSettings {
+            url: url.to_string(),
+            model: model.to_string(),
+            api: Api::Openai,
+            stream: true,
+            dataset: Dataset::Synthetic(None),
+            request_count: None,
+            tokenizer: None,
+            max_output_len: DEFAULT_MAX_OUTPUT_LEN,
+            concurrency: DEFAULT_CONCURRENCY,
+            request_rate: Vec::new(),
+            distribution: Arrival::Poisson,
+            seed: DEFAULT_SEED,
+            warmup: DEFAULT_WARMUP,
+            sampling_params: None,
+            slo: None,
+            timeout_s: DEFAULT_TIMEOUT_S,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            max_error_bytes: DEFAULT_MAX_ERROR_BYTES,
+            tls: Tls::default(),
+        }
+    }
+
+    /// Checks the numbers, the bounds and the address (no file is read).
+    pub fn check(&self) -> Result<Checked, SettingsError> {
+        let count = settings::count;
+        count(
+            "--concurrency",
+            self.concurrency,
+            1,
+            MAX_CONCURRENCY,
+            "requests in flight",
+        )?;
+        count("--warmup", self.warmup, 0, MAX_CONCURRENCY, "requests")?;
+        if let Some(n) = self.request_count {
+            count(
+                "--request-count",
+                n,
+                1,
+                dataset::MAX_LEN as usize,
+                "requests",
+            )?;
+        }
+        count(
+            "--max-output-len",
+            self.max_output_len as usize,
+            1,
+            dataset::MAX_LEN as usize,
+            "tokens",
+        )?;
+        for &r in &self.request_rate {
+            settings::real(
+                "--request-rate",
+                r,
+                Low::Open,
+                0.0,
+                MAX_REQUEST_RATE,
+                "req/s",
+            )?;
+        }
+        count(
+            "--max-connections",
+            self.max_connections,
+            1,
+            MAX_CONNECTIONS,
+            "connections",
+        )?;
+        let (base, uri) = settings::address(&self.url, &self.api.path(&self.model, self.stream))?;
+        Ok(Checked {
+            base,
+            uri,
+            timeout: settings::seconds("--timeout", self.timeout_s, Low::Open, MAX_SECONDS)?,
+            max_event_bytes: settings::cap_bytes("--max-event-bytes", self.max_event_bytes)?,
+            max_error_bytes: settings::cap_bytes("--max-error-bytes", self.max_error_bytes)?,
+            sampling: sampling(self.sampling_params.as_deref())?,
+            slo: self
+                .slo
+                .as_deref()
+                .map(parse_slo)
+                .transpose()?
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Checks everything, reads the dataset and the tokenizer, and builds the requests.
+    pub fn plan(&self) -> anyhow::Result<LlmPlan> {
+        let checked = self.check()?;
+        let (prompts, data_source, synthetic) = match &self.dataset {
+            Dataset::Synthetic(Some(p)) => {
+                let c = dataset::read_synthetic(p)?;
+                let prompts = dataset::synthetic_prompts(&c, self.seed);
+                (
+                    prompts,
+                    format!("synthetic: {}", p.display()),
+                    Some((c, false)),
+                )
+            }
+            Dataset::Synthetic(None) => {
+                let c = dataset::default_synthetic();
+                let prompts = dataset::synthetic_prompts(&c, self.seed);
+                let source =
+                    "synthetic: the default configuration (MindIE's sample synthetic_config.json)";
+                (prompts, source.to_string(), Some((c, true)))
+            }
+            Dataset::Jsonl(p) => (
+                dataset::jsonl(p, self.max_output_len)?,
+                p.display().to_string(),
+                None,
+            ),
+        };
+        let tokenizer = self.tokenizer.as_ref().map(load_tokenizer).transpose()?;
+        let input_tokens = prompts
+            .iter()
+            .map(|p| {
+                let counted = tokenizer
+                    .as_ref()
+                    .and_then(|t| t.encode(p.text.as_str(), true).ok())
+                    .map(|e| e.len() as u64);
+                counted.or(p.requested_input_tokens)
+            })
+            .collect();
+        let bodies = prompts
+            .iter()
+            .map(|p| self.body(p, &checked.sampling))
+            .collect::<anyhow::Result<Vec<Bytes>>>()?;
+        let total = self.request_count.unwrap_or(prompts.len());
+        Ok(LlmPlan {
+            settings: self.clone(),
+            checked,
+            bodies,
+            input_tokens,
+            total,
+            data_source,
+            synthetic: synthetic.as_ref().map(|(c, _)| c.clone()),
+            default_synthetic: synthetic.is_some_and(|(_, d)| d),
+            tokenizer,
+        })
+    }
+
+    fn body(&self, p: &Prompt, sampling: &Map<String, Value>) -> anyhow::Result<Bytes> {
+        let v = self
+            .api
+            .body(&self.model, &p.text, p.max_tokens, self.stream, sampling);
+        Ok(Bytes::from(serde_json::to_vec(&v)?))
+    }
+}
+
+fn load_tokenizer(p: &PathBuf) -> anyhow::Result<tokenizers::Tokenizer> {
+    tokenizers::Tokenizer::from_file(p)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| {
+            format!(
+                "--tokenizer '{}': not a Hugging Face tokenizer.json",
+                p.display()
+            )
+        })
+}
+
+/// `--sampling-params`: a JSON object.
+fn sampling(s: Option<&str>) -> Result<Map<String, Value>, SettingsError> {
+    match s {
+        None => Ok(Map::new()),
+        Some(s) => serde_json::from_str::<Value>(s)
+            .ok()
+            .and_then(|v| v.as_object().cloned())
+            .ok_or_else(|| {
+                SettingsError::Invalid(
+                    "--sampling-params must be a JSON object, e.g. '{\"temperature\": 0.0}'".into(),
+                )
+            }),
+    }
+}
+
+/// Parses `--slo ttft<=500ms,tpot<=50ms,e2el<=10s`.
+pub fn parse_slo(s: &str) -> Result<Vec<(GoodputMetric, f64)>, SettingsError> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = |m: String| SettingsError::Invalid(format!("--slo '{part}': {m}"));
+        let (k, v) = part.split_once("<=").ok_or_else(|| {
+            bad("write METRIC<=TIME with METRIC ttft, tpot or e2el, e.g. ttft<=500ms".into())
+        })?;
+        let metric = match k.trim().to_ascii_lowercase().as_str() {
+            "ttft" => GoodputMetric::Ttft,
+            "tpot" => GoodputMetric::Tpot,
+            "e2el" => GoodputMetric::E2el,
+            other => {
+                return Err(bad(format!(
+                    "unknown metric '{other}'; use ttft, tpot or e2el"
+                )));
+            }
+        };
+        let b = crate::load::slo::parse(&format!("max<={}", v.trim())).map_err(bad)?;
+        out.push((metric, b[0].limit_ms));
+    }
+    Ok(out)
+}
+
+/// The settings that are checked without reading a file.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub base: String,
+    pub uri: hyper::Uri,
+    pub timeout: Duration,
+    pub max_event_bytes: usize,
+    pub max_error_bytes: usize,
+    pub sampling: Map<String, Value>,
+    pub slo: Vec<(GoodputMetric, f64)>,
+}
+
+/// A checked benchmark, ready to run.
+pub struct LlmPlan {
+    pub settings: LlmSettings,
+    pub checked: Checked,
+    /// One request body per prompt.
+    pub bodies: Vec<Bytes>,
+    /// Each prompt's input tokens: the tokenizer's count, else the synthetic length.
+    pub input_tokens: Vec<Option<u64>>,
+    /// Requests per run (prompts are reused in turn).
+    pub total: usize,
+    pub data_source: String,
+    pub synthetic: Option<SyntheticConfig>,
+    /// The synthetic data is MindIE's sample configuration (no dataset was given).
+    pub default_synthetic: bool,
+    pub tokenizer: Option<tokenizers::Tokenizer>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_reject_bad_numbers_with_the_flag() {
+        let ok = LlmSettings::new("http://127.0.0.1:1", "m");
+        assert!(ok.check().is_ok());
+        type Case = (fn(&mut LlmSettings), &'static str);
+        let cases: &[Case] = &[
+            (
+                |s| s.timeout_s = -1.0,
+                "--timeout -1: seconds in (0, 86400]",
+            ),
+            (
+                |s| s.timeout_s = f64::INFINITY,
+                "--timeout inf: seconds in (0, 86400]",
+            ),
+            (
+                |s| s.timeout_s = f64::NAN,
+                "--timeout NaN: seconds in (0, 86400]",
+            ),
+            (
+                |s| s.timeout_s = 1e300,
+                "--timeout 1e300: seconds in (0, 86400]",
+            ),
+            (
+                |s| s.concurrency = 0,
+                "--concurrency 0: requests in flight in [1, 1000]",
+            ),
+            (|s| s.concurrency = 1001, "--concurrency 1001"),
+            (|s| s.warmup = 5000, "--warmup 5000: requests in [0, 1000]"),
+            (
+                |s| s.request_count = Some(0),
+                "--request-count 0: requests in [1, 1048576]",
+            ),
+            (|s| s.max_output_len = 0, "--max-output-len 0"),
+            (
+                |s| s.request_rate = vec![2.0, f64::NAN],
+                "--request-rate NaN: req/s in (0, 10000]",
+            ),
+            (|s| s.request_rate = vec![-1.0], "--request-rate -1"),
+            (
+                |s| s.max_event_bytes = 0,
+                "--max-event-bytes 0: bytes in [1024, 4294967296]",
+            ),
+            (|s| s.max_error_bytes = usize::MAX, "--max-error-bytes"),
+            (|s| s.max_connections = 0, "--max-connections 0"),
+            (
+                |s| s.sampling_params = Some("[1]".into()),
+                "--sampling-params must be a JSON object",
+            ),
+            (|s| s.slo = Some("ttfb<=1s".into()), "unknown metric 'ttfb'"),
+            (
+                |s| s.url = "localhost:8000".into(),
+                "must start with http:// or https://",
+            ),
+        ];
+        for (change, want) in cases {
+            let mut s = ok.clone();
+            change(&mut s);
+            let e = s.check().unwrap_err().to_string();
+            assert!(e.contains(want), "{e} lacks {want}");
+        }
+        assert_eq!(
+            parse_slo("ttft<=500ms, tpot<=50ms,e2el<=10s").unwrap(),
+            vec![
+                (GoodputMetric::Ttft, 500.0),
+                (GoodputMetric::Tpot, 50.0),
+                (GoodputMetric::E2el, 10_000.0)
+            ]
+        );
+    }
+}

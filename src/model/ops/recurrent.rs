@@ -1,0 +1,72 @@
+//! Recurrent layers: `LSTM` (4 gates), `GRU` (3), `RNN` (1). Per step and direction each
+//! gate multiplies the input (I) and the hidden state (H): MACs dirs·seq·batch ·
+//! gates·H·(I+H). Other ops per step and hidden unit: LSTM 9 (+8 with bias), GRU 8 (+6),
+//! RNN 1 (+2): the gate activations and element-wise updates.
+
+use super::{Cost, Entry, NoCost, NodeIn, any, cost, dims_n, prod};
+use crate::model::shape::{Dim, Fact, R, shape_str};
+
+pub(super) const OPS: &[Entry] = &[any(&["LSTM", "GRU", "RNN"], rnn, rnn_cost)];
+
+/// Gates, element-wise ops per hidden unit, and the extra ops a bias adds.
+fn gates(op: &str) -> (u64, u64, u64) {
+    match op {
+        "LSTM" => (4, 9, 8),
+        "GRU" => (3, 8, 6),
+        _ => (1, 1, 2),
+    }
+}
+
+fn rnn_cost(n: &NodeIn, _: &[Fact]) -> Result<Cost, NoCost> {
+    let [x0, x1, _] = dims_n::<3>(n.fact(0), "X")?;
+    let [dirs, gh, i] = dims_n::<3>(n.fact(1), "W")?; // [dirs, gates*H, I]
+    let (seq, batch) = if n.attr_i("layout", 0) == 0 {
+        (x0, x1)
+    } else {
+        (x1, x0)
+    };
+    let (g, elt, bias) = gates(n.op());
+    let h = gh / g;
+    let b = if n.has(3) { bias } else { 0 };
+    let macs = prod(&[dirs, seq, batch, g, h, i.saturating_add(h)])?;
+    let other = prod(&[dirs, seq, batch, h, elt + b])?;
+    cost(macs, other)
+}
+
+fn rnn(n: &NodeIn) -> R<Vec<Fact>> {
+    let dt = n.dtype(0);
+    let Some(x) = n.shape(0) else {
+        return Ok(vec![Fact::unknown(); n.node.output.len()]);
+    };
+    let [x0, x1, _] = x.as_slice() else {
+        return n.contra(format_args!("input {} must be 3-D", shape_str(x)));
+    };
+    let layout = n.attr_i("layout", 0);
+    let (seq, batch) = if layout == 0 { (x0, x1) } else { (x1, x0) };
+    let h = match n.node.attr_i("hidden_size") {
+        Some(h) => Dim::Known(h),
+        None => n
+            .shape(2)
+            .and_then(|r| r.get(2).cloned())
+            .unwrap_or_else(|| n.sym(3)),
+    };
+    let bidirectional = n.node.attr_s("direction").as_deref() == Some("bidirectional");
+    let dirs = Dim::Known(if bidirectional { 2 } else { 1 });
+    let (seq, batch) = (seq.clone(), batch.clone());
+    let (y, yh) = if layout == 0 {
+        (
+            vec![seq, dirs.clone(), batch.clone(), h.clone()],
+            vec![dirs, batch, h],
+        )
+    } else {
+        (
+            vec![batch.clone(), seq, dirs.clone(), h.clone()],
+            vec![batch, dirs, h],
+        )
+    };
+    let mut outs = vec![Fact::new(dt, y)];
+    for _ in 1..n.node.output.len() {
+        outs.push(Fact::new(dt, yh.clone()));
+    }
+    Ok(outs)
+}

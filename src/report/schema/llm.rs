@@ -1,0 +1,378 @@
+//! The result of `acceval llm`, MindIE Benchmark's client mode (SPEC.md §7): per run (one
+//! concurrency or one request rate) MindIE's figures (Throughput, GenerateSpeed, lpct, ...)
+//! and its statistics of every metric, with the per-request records they come from; and the
+//! synthetic-data configuration in MindIE's `synthetic_config.json` format.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::qps::{Arrival, FailureKind};
+
+/// The schema tag of [`LlmReport`].
+pub const SCHEMA: &str = "acceval.llm/1";
+
+/// The serving API (`--api`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    /// OpenAI-compatible `/v1/completions`.
+    Openai,
+    /// OpenAI-compatible `/v1/chat/completions`.
+    OpenaiChat,
+    /// Hugging Face TGI `/generate_stream` (`/generate` with --no-stream).
+    Tgi,
+    /// Triton's generate extension `/v2/models/{m}/generate_stream` (`generate`).
+    Triton,
+    /// vLLM's OpenAI server `/v1/completions`, with `ignore_eos` so outputs reach their length.
+    Vllm,
+}
+
+impl fmt::Display for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Api::Openai => "openai",
+            Api::OpenaiChat => "openai-chat",
+            Api::Tgi => "tgi",
+            Api::Triton => "triton",
+            Api::Vllm => "vllm",
+        })
+    }
+}
+
+/// MindIE's statistics of one metric.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+#[allow(non_snake_case)]
+pub struct MindieStat {
+    pub average: f64,
+    pub max: f64,
+    pub min: f64,
+    pub P75: f64,
+    pub P90: f64,
+    /// P90 of the per-request means (NaN, written null, without any).
+    #[serde(with = "nan_as_null")]
+    #[schemars(with = "Option<f64>")]
+    pub SLO_P90: f64,
+    pub P99: f64,
+    pub N: usize,
+}
+
+/// serde_json writes NaN as null; this reads it back.
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(*v)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+}
+
+/// Where a request's generated-token count comes from.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenSource {
+    /// The server's OpenAI `usage`.
+    Usage,
+    /// TGI's `details`.
+    Details,
+    /// The client's tokenizer (`--tokenizer`) over the generated text.
+    Tokenizer,
+    /// The count of token-bearing events.
+    Events,
+    /// No count.
+    None,
+}
+
+impl fmt::Display for TokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TokenSource::Usage => "usage",
+            TokenSource::Details => "details",
+            TokenSource::Tokenizer => "tokenizer",
+            TokenSource::Events => "events",
+            TokenSource::None => "none",
+        })
+    }
+}
+
+/// The per-request figure a goodput bound applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GoodputMetric {
+    /// FirstTokenTime.
+    Ttft,
+    /// (GenerateTime − FirstTokenTime) / (GeneratedTokens − 1).
+    Tpot,
+    /// GenerateTime.
+    E2el,
+}
+
+impl fmt::Display for GoodputMetric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GoodputMetric::Ttft => "ttft",
+            GoodputMetric::Tpot => "tpot",
+            GoodputMetric::E2el => "e2el",
+        })
+    }
+}
+
+/// A length distribution of MindIE's synthetic data: `{"Method": ..., "Params": {...}}`,
+/// every draw clipped to [MinValue, MaxValue].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "Method", content = "Params", rename_all = "lowercase")]
+pub enum LengthDist {
+    Uniform {
+        #[serde(rename = "MinValue")]
+        min: u64,
+        #[serde(rename = "MaxValue")]
+        max: u64,
+    },
+    Gaussian {
+        #[serde(rename = "Mean")]
+        mean: f64,
+        #[serde(rename = "Var")]
+        var: f64,
+        #[serde(rename = "MinValue")]
+        min: u64,
+        #[serde(rename = "MaxValue")]
+        max: u64,
+    },
+    Zipf {
+        #[serde(rename = "Alpha")]
+        alpha: f64,
+        #[serde(rename = "MinValue")]
+        min: u64,
+        #[serde(rename = "MaxValue")]
+        max: u64,
+    },
+}
+
+/// MindIE's `synthetic_config.json`: input and output token lengths, and how many requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SyntheticConfig {
+    #[serde(rename = "Input")]
+    pub input: LengthDist,
+    #[serde(rename = "Output")]
+    pub output: LengthDist,
+    #[serde(rename = "RequestCount")]
+    pub request_count: u64,
+}
+
+/// One request's measurements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Record {
+    pub index: usize,
+    pub ok: bool,
+    /// `kind: message` of a failed request.
+    pub error: Option<String>,
+    /// The kind of the failure.
+    #[serde(default)]
+    pub failure: Option<FailureKind>,
+    /// When it was sent, s after the run started.
+    pub sent_s: f64,
+    /// Its actual send time minus its scheduled one (open loop), ms.
+    #[serde(default)]
+    pub send_lag_ms: f64,
+    pub first_token_ms: Option<f64>,
+    pub decode_ms: Vec<f64>,
+    pub generate_ms: f64,
+    pub input_tokens: Option<u64>,
+    pub generated_tokens: Option<u64>,
+    pub token_source: TokenSource,
+    pub generated_characters: u64,
+    /// Token-bearing events received.
+    pub token_events: u64,
+}
+
+impl Record {
+    /// TPOT = (GenerateTime − FirstTokenTime) / (GeneratedTokens − 1), for more than one token.
+    pub fn tpot_ms(&self) -> Option<f64> {
+        let (f, n) = (self.first_token_ms?, self.generated_tokens?);
+        (n > 1).then(|| (self.generate_ms - f) / (n - 1) as f64)
+    }
+    /// GeneratedTokenSpeed = GeneratedTokens / GenerateTime, token/s.
+    pub fn speed(&self) -> Option<f64> {
+        Some(self.generated_tokens? as f64 / (self.generate_ms / 1e3))
+    }
+    /// The figure a goodput bound applies to.
+    pub fn goodput_value(&self, m: GoodputMetric) -> Option<f64> {
+        match m {
+            GoodputMetric::Ttft => self.first_token_ms,
+            GoodputMetric::Tpot => self.tpot_ms(),
+            GoodputMetric::E2el => Some(self.generate_ms),
+        }
+    }
+}
+
+/// One run (one concurrency, or one request rate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LlmRun {
+    pub current_time: String,
+    pub concurrency: usize,
+    pub request_rate: Option<f64>,
+    pub distribution: Option<Arrival>,
+    pub time_elapsed_s: f64,
+    pub total: usize,
+    /// Requests that came back with a response (complete or not).
+    pub returned: usize,
+    pub failed: usize,
+    pub failures: BTreeMap<FailureKind, u64>,
+    /// Successful requests / TimeElapsed, req/s.
+    pub throughput: f64,
+    /// Generated tokens of successful requests / TimeElapsed, token/s.
+    pub generate_speed: Option<f64>,
+    pub generate_speed_per_client: Option<f64>,
+    /// Σ FirstTokenTime / Σ InputTokens, ms per input token.
+    pub lpct: Option<f64>,
+    /// Requests meeting every --slo bound / TimeElapsed, req/s.
+    pub goodput: Option<f64>,
+    pub token_sources: BTreeMap<TokenSource, u64>,
+    /// MindIE's metrics by name (FirstTokenTime, DecodeTime, ...; see [`DEFINITIONS`]).
+    pub metrics: BTreeMap<String, Option<MindieStat>>,
+    pub characters_per_token: Option<f64>,
+    pub complete: bool,
+    pub records: Vec<Record>,
+}
+
+/// The result of `acceval llm`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LlmReport {
+    /// `acceval.llm/1`.
+    pub schema: String,
+    pub url: String,
+    pub model: String,
+    pub api: Api,
+    pub stream: bool,
+    pub data_source: String,
+    /// The synthetic configuration the prompts were drawn from (synthetic data only).
+    #[serde(default)]
+    pub synthetic_config: Option<SyntheticConfig>,
+    pub warmup: usize,
+    /// Goodput bounds, ms.
+    pub slo: Vec<(GoodputMetric, f64)>,
+    pub runs: Vec<LlmRun>,
+    pub definitions: BTreeMap<String, String>,
+}
+
+/// The metrics of a run, in MindIE's order, with their units.
+pub const METRICS: &[(&str, &str)] = &[
+    ("FirstTokenTime", "ms"),
+    ("DecodeTime", "ms"),
+    ("LastDecodeTime", "ms"),
+    ("MaxDecodeTime", "ms"),
+    ("GenerateTime", "ms"),
+    ("TPOT", "ms"),
+    ("InputTokens", "token"),
+    ("GeneratedTokens", "token"),
+    ("GeneratedTokenSpeed", "token/s"),
+    ("GeneratedCharacters", "char"),
+];
+
+pub const DEFINITIONS: &[(&str, &str)] = &[
+    (
+        "FirstTokenTime",
+        "the request's scheduled send time (open loop; its actual send in a closed loop) to the first event carrying generated text, ms",
+    ),
+    (
+        "DecodeTime",
+        "gap between successive token-bearing events, ms; pooled over all requests (SLO_P90: P90 of each request's mean)",
+    ),
+    ("LastDecodeTime", "the last decode gap of a request, ms"),
+    ("MaxDecodeTime", "the largest decode gap of a request, ms"),
+    (
+        "GenerateTime",
+        "the request's scheduled send time (open loop; its actual send in a closed loop) to the end of its response, ms",
+    ),
+    (
+        "TPOT",
+        "(GenerateTime - FirstTokenTime) / (GeneratedTokens - 1), ms per output token",
+    ),
+    (
+        "InputTokens",
+        "prompt tokens: the server's usage when given, else the tokenizer's count, else the synthetic length asked for",
+    ),
+    (
+        "GeneratedTokens",
+        "the server's usage (or TGI details) when given, else the tokenizer's count, else token-bearing events",
+    ),
+    (
+        "GeneratedTokenSpeed",
+        "GeneratedTokens / GenerateTime, token/s",
+    ),
+    (
+        "GeneratedCharacters",
+        "characters of generated text (Unicode scalar values)",
+    ),
+    ("Throughput", "successful requests / TimeElapsed, req/s"),
+    (
+        "GenerateSpeed",
+        "generated tokens of successful requests / TimeElapsed, token/s",
+    ),
+    (
+        "GenerateSpeedPerClient",
+        "GenerateSpeed / Concurrency, token/s",
+    ),
+    ("lpct", "sum of FirstTokenTime / sum of InputTokens, ms"),
+    (
+        "goodput",
+        "requests meeting every --slo bound / TimeElapsed, req/s",
+    ),
+    (
+        "send_lag_ms",
+        "actual send time minus scheduled send time (open loop): the client's own delay plus any wait for one of the --concurrency slots, ms",
+    ),
+    (
+        "percentiles",
+        "linear interpolation between order statistics (numpy's default)",
+    ),
+];
+
+/// [`DEFINITIONS`] as the report carries them.
+pub fn definitions() -> BTreeMap<String, String> {
+    DEFINITIONS
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_config_reads_and_writes_mindie_format() {
+        let text = r#"{"Input":{"Method":"uniform","Params":{"MinValue":1,"MaxValue":200}},"Output":{"Method":"gaussian","Params":{"Mean":100.0,"Var":200.0,"MinValue":1,"MaxValue":100}},"RequestCount":100}"#;
+        let c: SyntheticConfig = serde_json::from_str(text).unwrap();
+        assert_eq!(c.input, LengthDist::Uniform { min: 1, max: 200 });
+        assert_eq!(serde_json::to_string(&c).unwrap(), text);
+    }
+
+    #[test]
+    fn a_report_reads_back() {
+        let s = MindieStat {
+            average: 1.0,
+            max: 1.0,
+            min: 1.0,
+            P75: 1.0,
+            P90: 1.0,
+            SLO_P90: f64::NAN,
+            P99: 1.0,
+            N: 1,
+        };
+        let j = serde_json::to_string(&s).unwrap();
+        assert!(j.contains("\"SLO_P90\":null"), "{j}");
+        let back: MindieStat = serde_json::from_str(&j).unwrap();
+        assert!(back.SLO_P90.is_nan());
+        let slo = vec![(GoodputMetric::Ttft, 500.0)];
+        assert_eq!(serde_json::to_string(&slo).unwrap(), r#"[["ttft",500.0]]"#);
+    }
+}

@@ -1,0 +1,328 @@
+//! `run` (and the other commands that load a model into an engine) on hostile models and
+//! inputs: each case from the bad-input campaign is exit 2 with one message, never a panic
+//! (101), an abort (134) or a silent substitution of generated data.
+
+mod common;
+
+use std::io::Write;
+
+use acceval::model::build::{Attr, GraphBuilder, attr, node, tensor_f32, tensor_i64};
+use acceval::model::onnx::DataType;
+use common::*;
+
+const F: DataType = DataType::FLOAT;
+
+/// Runs `acceval ARGS` with a 1 GiB tensor budget; asserts a clean exit 2 naming `want`.
+fn clean(args: &[&str], want: &str) -> String {
+    let out = bin()
+        .args(args)
+        .env("ACCEVAL_MAX_TENSOR_BYTES", (1u64 << 30).to_string())
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(code, 2, "{args:?}: exit {code}\n{err}");
+    // An engine's panic is caught and named; the process never prints a panic report.
+    assert!(!err.contains("thread '"), "{args:?}: {err}");
+    assert!(err.contains(want), "{args:?}: expected '{want}' in:\n{err}");
+    err
+}
+
+fn run_model(g: GraphBuilder, extra: &[&str], want: &str) -> String {
+    let w = write(g, 17);
+    let mut a = vec!["run", "--model", w.path.to_str().unwrap(), "--runs", "1"];
+    a.extend_from_slice(extra);
+    clean(&a, want)
+}
+
+#[test]
+fn constant_of_shape_to_1e12_elements_is_refused_before_the_engine_allocates() {
+    let g = GraphBuilder::new("g")
+        .input("x", F, &[1])
+        .init(tensor_i64("s", &[2], &[1_000_000, 1_000_000]))
+        .node(node("ConstantOfShape", &["s"], &["c"], vec![]))
+        .node(node("Add", &["c", "x"], &["y"], vec![]))
+        .output("y", F, &[1_000_000, 1_000_000]);
+    run_model(g, &[], "more than the 1073741824 bytes");
+}
+
+#[test]
+fn expand_to_1e12_elements_is_refused() {
+    let g = GraphBuilder::new("g")
+        .input("x", F, &[1, 1])
+        .init(tensor_i64("s", &[2], &[1_000_000, 1_000_000]))
+        .node(node("Expand", &["x", "s"], &["y"], vec![]))
+        .output("y", F, &[1_000_000, 1_000_000]);
+    run_model(g, &[], "would produce");
+}
+
+#[test]
+fn an_input_of_1e12_elements_is_refused_before_it_is_generated() {
+    let g = GraphBuilder::new("g")
+        .input("x", F, &[1_000_000, 1_000_000])
+        .node(node("Relu", &["x"], &["y"], vec![]))
+        .output("y", F, &[1_000_000, 1_000_000]);
+    run_model(g, &[], "input 'x'");
+}
+
+#[test]
+fn conv_with_stride_zero_is_a_clean_error() {
+    let g = GraphBuilder::new("g")
+        .input("x", F, &[1, 1, 8, 8])
+        .init(tensor_f32("w", &[1, 1, 3, 3], 1))
+        .node(node(
+            "Conv",
+            &["x", "w"],
+            &["y"],
+            vec![attr("strides", Attr::Ints(vec![0, 0]))],
+        ))
+        .output_unshaped("y", F);
+    run_model(g, &[], "malformed");
+}
+
+#[test]
+fn a_graph_output_no_node_produces_is_a_clean_error() {
+    let g = GraphBuilder::new("g")
+        .input("x", F, &[1, 4])
+        .node(node("Relu", &["x"], &["r"], vec![]))
+        .output("nowhere", F, &[1, 4]);
+    run_model(g, &[], "");
+}
+
+#[test]
+fn a_negative_shape_is_a_clean_error() {
+    let g = GraphBuilder::new("g")
+        .input("x", F, &[1, 4])
+        .node(node("Relu", &["x"], &["y"], vec![]))
+        .output_unshaped("y", F);
+    run_model(g, &["--shape", "x:1x-3"], "negative");
+}
+
+/// Given inputs are used or the run fails: never replaced by generated data.
+#[test]
+fn given_inputs_that_cannot_be_read_or_matched_are_errors() {
+    let g = || {
+        GraphBuilder::new("g")
+            .input("x", F, &[1, 4])
+            .node(node("Relu", &["x"], &["y"], vec![]))
+            .output("y", F, &[1, 4])
+    };
+    let w = write(g(), 17);
+    let dir = w.dir.path();
+    // A well-formed .npz whose arrays are named after no input.
+    let npz = dir.join("other.npz");
+    let py = std::env::var("ACCEVAL_PYTHON").ok();
+    let made = py.as_ref().is_some_and(|py| {
+        std::process::Command::new(py)
+            .args([
+                "-c",
+                &format!(
+                    "import numpy as np; np.savez('{}', z=np.zeros((1,4), np.float32))",
+                    npz.display()
+                ),
+            ])
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    if made {
+        clean(
+            &[
+                "run",
+                "--model",
+                w.path.to_str().unwrap(),
+                "--input",
+                npz.to_str().unwrap(),
+            ],
+            "none named like the model's inputs",
+        );
+        // The same archive truncated.
+        let b = std::fs::read(&npz).unwrap();
+        let cut = dir.join("cut.npz");
+        std::fs::write(&cut, &b[..b.len() / 2]).unwrap();
+        clean(
+            &[
+                "run",
+                "--model",
+                w.path.to_str().unwrap(),
+                "--input",
+                cut.to_str().unwrap(),
+            ],
+            "not a readable .npz",
+        );
+    } else {
+        eprintln!("SKIPPED: the .npz cases need numpy ($ACCEVAL_PYTHON)");
+    }
+    // An .npy whose header declares a huge shape over a tiny body.
+    let npy = dir.join("x.npy");
+    let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000), }";
+    let mut h = header.to_string();
+    while !(10 + h.len() + 1).is_multiple_of(64) {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut f = std::fs::File::create(&npy).unwrap();
+    f.write_all(b"\x93NUMPY\x01\x00").unwrap();
+    f.write_all(&(h.len() as u16).to_le_bytes()).unwrap();
+    f.write_all(h.as_bytes()).unwrap();
+    f.write_all(&[0u8; 16]).unwrap();
+    drop(f);
+    clean(
+        &[
+            "run",
+            "--model",
+            w.path.to_str().unwrap(),
+            "--input",
+            &format!("x={}", npy.display()),
+        ],
+        "x.npy",
+    );
+    // A second model input left out of the given files.
+    let two = GraphBuilder::new("g")
+        .input("a", F, &[1, 4])
+        .input("b", F, &[1, 4])
+        .node(node("Add", &["a", "b"], &["y"], vec![]))
+        .output("y", F, &[1, 4]);
+    let w2 = write(two, 17);
+    let a = w2.dir.path().join("a.npy");
+    clean(
+        &[
+            "run",
+            "--model",
+            w2.path.to_str().unwrap(),
+            "--input",
+            &format!("a={}", npy_of_ones(&a)),
+        ],
+        "input 'b' is in none of the given files",
+    );
+}
+
+/// Writes a (1, 4) float32 .npy of ones at `p`; returns its path.
+fn npy_of_ones(p: &std::path::Path) -> String {
+    let h = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }";
+    let mut h = h.to_string();
+    while !(10 + h.len() + 1).is_multiple_of(64) {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend((h.len() as u16).to_le_bytes());
+    b.extend(h.as_bytes());
+    for _ in 0..4 {
+        b.extend(1f32.to_le_bytes());
+    }
+    std::fs::write(p, b).unwrap();
+    p.display().to_string()
+}
+
+/// A classifier whose outputs are NaN: 0 / 0, averaged per channel.
+fn nan_classifier() -> GraphBuilder {
+    GraphBuilder::new("g")
+        .input("x", F, &[1, 3, 224, 224])
+        .node(node("Sub", &["x", "x"], &["z"], vec![]))
+        .node(node("Div", &["z", "z"], &["n"], vec![]))
+        .node(node("GlobalAveragePool", &["n"], &["y"], vec![]))
+        .output("y", F, &[1, 3, 1, 1])
+}
+
+fn png(p: &std::path::Path, w: u32, h: u32) -> String {
+    image::RgbImage::from_fn(w, h, |x, y| image::Rgb([x as u8, y as u8, 9]))
+        .save(p)
+        .unwrap();
+    p.display().to_string()
+}
+
+/// Task runs never turn NaN outputs into a class, a box or a forecast.
+#[test]
+fn a_task_run_on_nan_outputs_fails_naming_the_output() {
+    let w = write(nan_classifier(), 17);
+    let img = png(&w.dir.path().join("a.png"), 64, 48);
+    let m = w.path.to_str().unwrap();
+    clean(
+        &[
+            "run",
+            "--model",
+            m,
+            "--task",
+            "classification",
+            "--image",
+            &img,
+        ],
+        "holds 3 NaN and 0 Inf",
+    );
+}
+
+#[test]
+fn truncated_and_elongated_images_are_clean_errors() {
+    let w = write(nan_classifier(), 17);
+    let dir = w.dir.path();
+    let m = w.path.to_str().unwrap();
+    let mut jpg = Vec::new();
+    image::RgbImage::from_fn(300, 200, |x, y| image::Rgb([x as u8, y as u8, 9]))
+        .write_to(
+            &mut std::io::Cursor::new(&mut jpg),
+            image::ImageFormat::Jpeg,
+        )
+        .unwrap();
+    let cut = dir.join("cut.jpg");
+    std::fs::write(&cut, &jpg[..jpg.len() * 2 / 3]).unwrap();
+    let args = |f: &str| {
+        [
+            "run",
+            "--model",
+            m,
+            "--task",
+            "classification",
+            "--image",
+            f,
+        ]
+        .map(String::from)
+    };
+    let run = |f: &str, want: &str| {
+        let a = args(f);
+        clean(&a.iter().map(String::as_str).collect::<Vec<_>>(), want)
+    };
+    run(cut.to_str().unwrap(), "truncated or corrupt JPEG");
+    let strip = png(&dir.join("strip.png"), 20_000, 1);
+    run(&strip, "no more elongated than 32:1");
+}
+
+#[test]
+fn a_series_with_a_gap_or_an_impossible_value_is_a_clean_error() {
+    let g = GraphBuilder::new("g")
+        .input("x", F, &[1, 4, 8])
+        .node(node(
+            "ReduceMean",
+            &["x"],
+            &["y"],
+            vec![attr("axes", Attr::Ints(vec![1, 2]))],
+        ))
+        .output("y", F, &[1, 1, 1]);
+    let w = write(g, 17);
+    let m = w.path.to_str().unwrap();
+    let mut rows = String::from("timestamp,load_mw,temperature_c,humidity_pct\n");
+    for h in [0, 1, 2, 4, 5] {
+        rows.push_str(&format!("2026-01-05T{h:02}:00,500,3,70\n"));
+    }
+    let gap = w.dir.path().join("gap.csv");
+    std::fs::write(&gap, &rows).unwrap();
+    let huge = w.dir.path().join("huge.csv");
+    std::fs::write(&huge, rows.replacen("500", "1e308", 1)).unwrap();
+    for (f, want) in [
+        (&gap, "fill the gap"),
+        (&huge, "outside its physical range"),
+    ] {
+        clean(
+            &[
+                "run",
+                "--model",
+                m,
+                "--task",
+                "forecasting",
+                "--series",
+                f.to_str().unwrap(),
+            ],
+            want,
+        );
+    }
+}
