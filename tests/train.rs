@@ -27,6 +27,16 @@ fn run_train(args: &[&str]) -> (i32, serde_json::Value, String, f64) {
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(serde_json::Value::Null);
+    if !v.is_null() {
+        // Every report validates against the committed schema.
+        let schema = acceval::report::schema::schema_json("train.schema.json").unwrap();
+        let errors: Vec<String> = jsonschema::validator_for(&schema)
+            .unwrap()
+            .iter_errors(&v)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
     if json.with_extension("mllog").exists() {
         let log = std::fs::read_to_string(json.with_extension("mllog")).unwrap();
         let keys: Vec<String> = log
