@@ -21,6 +21,7 @@ pub mod report;
 pub mod server;
 pub mod standard;
 pub mod task;
+pub mod train;
 pub mod util;
 pub mod zoo;
 
@@ -58,6 +59,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Serve(args) => commands::serve::run(args),
         cli::Command::Qps(args) => commands::qps::run(args),
         cli::Command::Llm(args) => commands::llm::run(args),
+        cli::Command::Train(args) => commands::train::run(args),
         cli::Command::Verify { dir, pubkey } => commands::verify::run(&dir, pubkey.as_deref()),
         cli::Command::Keygen { out } => commands::verify::keygen(&out),
         cli::Command::Sign { dir, key } => commands::verify::sign(&dir, &key),

@@ -63,6 +63,10 @@ pub enum Command {
     /// MindIE Benchmark's client mode for LLM services: time to first token, decode times,
     /// TPOT, throughput and token speed, with MindIE's statistics and CSV files.
     Llm(LlmArgs),
+    /// Training evaluation (§7.1, optional in the draft): single-step and total time,
+    /// utilization per epoch, throughput, power and energy efficiency, for a built-in
+    /// workload on candle or a lab's own training script (`--exec -- CMD ARGS...`).
+    Train(TrainArgs),
     /// Check a report folder: exactly its files against manifest.json, report.json against
     /// the schema and its verdict against its clauses, and (with --pubkey) the lab's signature.
     Verify {
@@ -228,6 +232,76 @@ pub struct BenchArgs {
     /// Write the telemetry timeline as CSV.
     #[arg(long, value_name = "FILE")]
     pub export_telemetry: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// A built-in workload: lstm-load-forecast, mobilenetv2-meter, yolov8n-line.
+    #[arg(long, required_unless_present = "exec", conflicts_with = "exec")]
+    pub workload: Option<String>,
+    /// Run the lab's own training (the command after `--`) as the child and read its
+    /// MLPerf `:::MLLOG` events from its stdout.
+    #[arg(long, requires = "command")]
+    pub exec: bool,
+    /// The lab's training command line, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+    /// Epochs to train.
+    #[arg(long, default_value_t = 3, value_parser = parse::positive_count)]
+    pub epochs: usize,
+    /// Batch size [default: the workload's].
+    #[arg(long, value_parser = parse::positive_count)]
+    pub batch: Option<usize>,
+    /// Learning rate (AdamW) [default: the workload's].
+    #[arg(long, value_parser = parse::learning_rate)]
+    pub lr: Option<f64>,
+    /// Seed of the data order (the weights start from the zoo's seeded values).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// fp32, fp16 or fp64 (§6 e); one the backend cannot train is an error that says why.
+    #[arg(long, default_value = "fp32", value_parser = ["fp32", "fp16", "fp64"])]
+    pub precision: String,
+    /// Stop at a target: METRIC<=X or METRIC>=X (mae_mw, accuracy, map50, loss; with
+    /// --exec, eval_accuracy).
+    #[arg(long, value_parser = parse::target)]
+    pub target: Option<crate::report::schema::train::Target>,
+    /// Runs, reported with MLPerf's olympic mean (drop the fastest and the slowest).
+    #[arg(long, default_value_t = 1, value_parser = parse::positive_count)]
+    pub repeat: usize,
+    /// cpu, or cuda[:N] (needs the candle-cuda feature).
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// CPU threads for candle's kernels (sets RAYON_NUM_THREADS) [default: one per core].
+    /// On a loaded machine fewer can be faster (LSTM steps: 1 thread was 2× faster here).
+    #[arg(long, value_parser = parse::positive_count)]
+    pub threads: Option<usize>,
+    /// Steps left out of the step statistics (kept in the total).
+    #[arg(long, default_value_t = 1, value_parser = parse::count)]
+    pub warmup_steps: usize,
+    /// Train on at most this many samples per epoch (a fixed seeded subset).
+    #[arg(long, value_parser = parse::positive_count)]
+    pub samples: Option<usize>,
+    /// Evaluate on at most this many held-out samples.
+    #[arg(long, value_parser = parse::positive_count)]
+    pub eval_samples: Option<usize>,
+    /// The image side the image workloads train at [default: the workload's].
+    #[arg(long, value_parser = parse::positive_count)]
+    pub image_size: Option<usize>,
+    /// Save the trained weights (safetensors, by initializer name; the zoo reads
+    /// models/weights/<model>.safetensors).
+    #[arg(long, value_name = "FILE")]
+    pub save_weights: Option<PathBuf>,
+    /// Write the trained model as ONNX (the zoo's graph with the trained weights).
+    #[arg(long, value_name = "FILE")]
+    pub export_onnx: Option<PathBuf>,
+    /// Write acceval's own :::MLLOG events here [default: beside --export-json as .mllog,
+    /// or train.mllog in --out].
+    #[arg(long, value_name = "FILE")]
+    pub mllog: Option<PathBuf>,
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Telemetry while measuring.

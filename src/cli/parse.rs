@@ -111,6 +111,20 @@ pub fn megabytes(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A learning rate in (0, 10].
+pub fn learning_rate(s: &str) -> Result<f64, String> {
+    let v = number(s)?;
+    if !(v > 0.0 && v <= 10.0) {
+        return Err(format!("{v} is not a learning rate in (0, 10]"));
+    }
+    Ok(v)
+}
+
+/// A training target, `METRIC<=X` or `METRIC>=X` (`mae_mw<=30`, `eval_accuracy>=0.9`).
+pub fn target(s: &str) -> Result<crate::report::schema::train::Target, String> {
+    s.parse()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +144,19 @@ mod tests {
         assert!(positive_count("0").is_err());
         assert!(rate("0").is_err() && rate("NaN").is_err());
         assert!(megabytes("NaN").is_err() && megabytes("0").is_err());
+    }
+
+    #[test]
+    fn targets_and_learning_rates() {
+        let t = target("mae_mw<=30.5").unwrap();
+        assert_eq!(
+            (t.metric.as_str(), t.op.as_str(), t.value),
+            ("mae_mw", "<=", 30.5)
+        );
+        assert_eq!(target("eval_accuracy>=0.9").unwrap().op, ">=");
+        for bad in ["mae_mw<30", "<=3", "a b<=1", "x>=NaN"] {
+            assert!(target(bad).is_err(), "{bad}");
+        }
+        assert!(learning_rate("0").is_err() && learning_rate("1e-3").is_ok());
     }
 }

@@ -7,7 +7,7 @@ use crate::measure::bench::{BenchSettings, TelemetrySettings};
 use crate::measure::harness::Policy;
 use crate::report::export::Outputs;
 
-use super::{BackendArgs, BenchArgs, OutputArgs, TelemetryArgs};
+use super::{BackendArgs, BenchArgs, OutputArgs, TelemetryArgs, TrainArgs};
 
 impl BackendArgs {
     pub fn settings(&self) -> anyhow::Result<BackendSettings> {
@@ -70,6 +70,70 @@ impl BenchArgs {
             telemetry: self.telemetry.settings(),
             detect: self.detect.params(),
             peak_gflops: None,
+        })
+    }
+}
+
+impl TrainArgs {
+    pub fn settings(&self) -> anyhow::Result<crate::train::TrainSettings> {
+        use crate::train::{Source, TrainSettings, workload};
+        let source = match (&self.workload, self.exec) {
+            (Some(w), false) => {
+                if !workload::WORKLOADS.contains(&w.as_str()) {
+                    anyhow::bail!(
+                        "--workload '{w}' is not a built-in workload; they are: {}",
+                        workload::WORKLOADS.join(", ")
+                    );
+                }
+                Source::Builtin(w.clone())
+            }
+            (None, true) => Source::Exec(self.command.clone()),
+            _ => anyhow::bail!("give either --workload NAME or --exec -- CMD ARGS... (not both)"),
+        };
+        let exec = matches!(source, Source::Exec(_));
+        if exec && (self.save_weights.is_some() || self.export_onnx.is_some()) {
+            anyhow::bail!(
+                "--save-weights/--export-onnx: with --exec the script saves its own model"
+            );
+        }
+        if exec && self.repeat > 1 {
+            anyhow::bail!("--repeat with --exec: run the command N times instead");
+        }
+        let output = self.output.outputs();
+        // acceval's own events go beside the report unless --mllog says where.
+        let mllog = self.mllog.clone().or_else(|| {
+            if exec {
+                return None;
+            }
+            output
+                .export_json
+                .as_ref()
+                .map(|p| p.with_extension("mllog"))
+                .or_else(|| output.out.as_ref().map(|d| d.join("train.mllog")))
+        });
+        Ok(TrainSettings {
+            source,
+            epochs: self.epochs,
+            batch: self.batch,
+            lr: self.lr,
+            seed: self.seed,
+            precision: self.precision.clone(),
+            target: self.target.clone(),
+            repeat: self.repeat,
+            device: self.device.clone(),
+            warmup_steps: self.warmup_steps,
+            workload: workload::WorkloadOptions {
+                samples: self.samples,
+                eval_samples: self.eval_samples,
+                image_size: self.image_size,
+                seed: self.seed,
+            },
+            telemetry: self.telemetry.settings(),
+            save_weights: self.save_weights.clone(),
+            export_onnx: self.export_onnx.clone(),
+            mllog,
+            peak_power: false,
+            command_line: std::env::args().collect(),
         })
     }
 }

@@ -15,5 +15,6 @@ pub mod report;
 pub mod run;
 pub mod schemas;
 pub mod serve;
+pub mod train;
 pub mod verify;
 pub mod zoo;

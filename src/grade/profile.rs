@@ -216,6 +216,7 @@ impl Profile {
         self.check_policy(&c)?;
         self.check_qps(&c)?;
         self.check_llm(&c, dir)?;
+        self.check_train(&c)?;
         for s in &self.telemetry.require {
             if !SENSORS.contains(&s.as_str()) {
                 return Err(c.err(
@@ -470,6 +471,56 @@ impl Profile {
                 "synthetic_config",
                 format!("'{}' is not a readable JSON file: {why}", cfg.display()),
             ));
+        }
+        Ok(())
+    }
+
+    fn check_train(&self, c: &Checker) -> Result<(), ProfileError> {
+        let Some(t) = &self.train else { return Ok(()) };
+        if !crate::train::workload::WORKLOADS.contains(&t.workload.as_str()) {
+            return Err(c.err(
+                "train",
+                "workload",
+                format!(
+                    "'{}' is not a built-in workload; they are: {}",
+                    t.workload,
+                    crate::train::workload::WORKLOADS.join(", ")
+                ),
+            ));
+        }
+        c.count("train", "epochs", t.epochs as u64, 1)?;
+        for (k, v) in [
+            ("batch", t.batch),
+            ("samples", t.samples),
+            ("eval_samples", t.eval_samples),
+        ] {
+            if let Some(v) = v {
+                c.count("train", k, v as u64, 1)?;
+            }
+        }
+        if let Some(target) = &t.target
+            && let Err(e) = target.parse::<crate::report::schema::train::Target>()
+        {
+            return Err(c.err("train", "target", e));
+        }
+        if t.max_time_to_target_s.is_some() && t.target.is_none() {
+            return Err(c.err(
+                "train",
+                "max_time_to_target_s",
+                "needs a target (METRIC<=X or METRIC>=X) to time".into(),
+            ));
+        }
+        for (k, v) in [
+            ("max_time_to_target_s", t.max_time_to_target_s),
+            ("max_step_p90_ms", t.max_step_p90_ms),
+            (
+                "min_throughput_samples_per_s",
+                t.min_throughput_samples_per_s,
+            ),
+        ] {
+            if let Some(v) = v {
+                c.range("train", k, v, 0.0, 1e9, false)?;
+            }
         }
         Ok(())
     }

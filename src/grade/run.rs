@@ -218,7 +218,8 @@ pub fn grade(
         );
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
-    progress.set_length(4 + p.qps.is_some() as u64 + p.llm.is_some() as u64);
+    progress
+        .set_length(4 + p.qps.is_some() as u64 + p.llm.is_some() as u64 + p.train.is_some() as u64);
     let c = Ctx {
         s,
         p,
@@ -241,6 +242,10 @@ pub fn grade(
     }
     if c.p.llm.is_some() {
         stage_llm(&c, &mut e);
+        c.save(&e)?;
+    }
+    if c.p.train.is_some() {
+        stage_train(&c, &mut e);
     }
     let report = c.save(&e)?;
     Ok(Graded { report, dir: c.dir })
@@ -477,6 +482,28 @@ fn stage_llm(c: &Ctx, e: &mut Evidence) {
     c.progress.inc(1);
 }
 
+/// 7. Training (§7.1, optional): the profile's built-in workload on candle.
+fn stage_train(c: &Ctx, e: &mut Evidence) {
+    let t = Instant::now();
+    if c.stopped() {
+        e.stages.push(skipped("train", true));
+        c.progress.inc(1);
+        return;
+    }
+    let ts = c.p.train.as_ref().expect("the profile has [train]");
+    c.progress
+        .set_message(format!("training {} (§7.1, optional)", ts.workload));
+    let settings = super::stages::train_settings(ts, &c.dir, c.s.ptd.clone());
+    match settings.and_then(|s| crate::train::run(&s, &Progress::hidden(), c.stop)) {
+        Ok(rep) => {
+            e.stages.push(ran("train", t, rep.complete));
+            e.train = Some(rep);
+        }
+        Err(err) => e.stages.push(failed("train", t, &err)),
+    }
+    c.progress.inc(1);
+}
+
 /// The SPEC.md decisions the numbers depend on, with whose they are.
 pub fn decisions(p: &Profile) -> Vec<Decision> {
     let d = |topic: &str, source: &str, text: String| Decision {
@@ -594,6 +621,7 @@ fn report(c: &Ctx, e: &Evidence) -> anyhow::Result<GradeReport> {
         placement: e.placement.clone(),
         qps: e.qps.clone(),
         llm: e.llm.clone(),
+        train: e.train.clone(),
         decisions: decisions(&c.p),
     })
 }

@@ -65,3 +65,44 @@ pub fn llm(
     s.warmup = l.warmup;
     crate::llm::measure(&s.plan()?, progress, stop)
 }
+
+/// The settings of a profile's `[train]` stage (telemetry at 1 s, events beside the report).
+pub fn train_settings(
+    t: &crate::report::schema::profile::TrainSection,
+    dir: &std::path::Path,
+    ptd: Option<String>,
+) -> anyhow::Result<crate::train::TrainSettings> {
+    use crate::train::{Source, TrainSettings, workload::WorkloadOptions};
+    Ok(TrainSettings {
+        source: Source::Builtin(t.workload.clone()),
+        epochs: t.epochs,
+        batch: t.batch,
+        lr: None,
+        seed: t.seed,
+        precision: "fp32".into(),
+        target: t
+            .target
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: String| anyhow::anyhow!("[train] target: {e}"))?,
+        repeat: 1,
+        device: "cpu".into(),
+        warmup_steps: 1,
+        workload: WorkloadOptions {
+            samples: t.samples,
+            eval_samples: t.eval_samples,
+            image_size: None,
+            seed: t.seed,
+        },
+        telemetry: crate::measure::bench::TelemetrySettings {
+            sample_ms: 1000,
+            ptd,
+        },
+        save_weights: None,
+        export_onnx: None,
+        mllog: Some(dir.join("train.mllog")),
+        peak_power: false,
+        command_line: vec![format!("acceval grade ([train] {})", t.workload)],
+    })
+}

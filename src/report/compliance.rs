@@ -152,6 +152,7 @@ fn blocks(r: &GradeReport) -> Vec<Block> {
     telemetry(r, &mut b);
     qps(r, &mut b);
     llm(r, &mut b);
+    train(r, &mut b);
     environment(r, &mut b);
     decisions(r, &mut b);
     b
@@ -560,6 +561,54 @@ fn qps(r: &GradeReport, b: &mut Vec<Block>) {
 }
 
 /// LLM serving (MindIE Benchmark).
+/// §7.1 (optional): the training stage's figures and its epochs.
+fn train(r: &GradeReport, b: &mut Vec<Block>) {
+    let Some(t) = &r.train else { return };
+    b.push(Block::Heading("Training (§7.1, optional)".into()));
+    let step = t
+        .step_ms
+        .as_ref()
+        .map(|s| {
+            format!(
+                "average {:.3}, P90 {:.3}, P99 {:.3} ms over {} steps",
+                s.average, s.p90, s.p99, s.n
+            )
+        })
+        .unwrap_or_else(|| "n/a".into());
+    b.push(Block::Para(format!(
+        "`acceval train --workload {}` on {} ({}), batch {}, precision {}. Single step (T1 − T0, after the device's synchronisation): {step}. Total Te − Ts {:.3} s ({}). Throughput {} samples/s; time to target {}; power {} W average, {} W peak; energy {} J; N/E {} samples/J. {}",
+        t.workload, t.device, t.framework, t.batch, t.precision, t.total_s, t.total_definition,
+        t.throughput_samples_per_s, t.time_to_target_s, t.power_w.average, t.power_w.peak, t.energy_j,
+        t.efficiency_samples_per_j, t.standard_note
+    )));
+    let mut tb = Table::new(&[
+        "Epoch",
+        "time s",
+        "samples",
+        "samples/s",
+        "util mean %",
+        "util n",
+        "energy J",
+        "eval",
+    ]);
+    for e in &t.epochs {
+        tb.row(vec![
+            e.index.to_string(),
+            format!("{:.3}", e.time_s),
+            e.samples.to_string(),
+            format!("{:.1}", e.throughput_samples_per_s),
+            e.utilization.mean.to_string(),
+            e.utilization.n.to_string(),
+            e.energy_j.to_string(),
+            e.eval
+                .as_ref()
+                .map(|v| format!("{} {:.4}", v.metric, v.value))
+                .unwrap_or_default(),
+        ]);
+    }
+    b.push(Block::Table(tb));
+}
+
 fn llm(r: &GradeReport, b: &mut Vec<Block>) {
     let Some(l) = &r.llm else { return };
     b.push(Block::Heading("LLM serving (MindIE Benchmark)".into()));

@@ -12,6 +12,7 @@ pub mod llm;
 pub mod qps;
 pub mod run;
 pub mod schema;
+pub mod train;
 pub mod zoo;
 
 use std::io::IsTerminal;

@@ -21,7 +21,7 @@ pub struct Set {
     pub description: &'static str,
 }
 
-pub const SETS: [Set; 4] = [
+pub const SETS: [Set; 7] = [
     Set {
         name: "line-inspection",
         for_models: &["yolov8n-line", "yolov8n-line-fp16", "yolov8n-line-int8"],
@@ -57,7 +57,31 @@ pub const SETS: [Set; 4] = [
         ],
         description: "28 days of 15-minute load (MW), temperature and humidity with daily and weekly cycles and noise (CSV)",
     },
+    Set {
+        name: "load-series-train",
+        for_models: &["lstm-load-forecast"],
+        description: "the load-series generator continued (same seed, same draws): a training range of days 0..105 (its first 28 days are load-series.csv) and a held-out week, days 105..112, with day 104 before it as the first window's history (CSV)",
+    },
+    Set {
+        name: "line-inspection-train",
+        for_models: &["yolov8n-line"],
+        description: "labelled line-inspection scenes (the line-inspection generator with foreign objects on the conductors), 1920×1080 JPEG, each with its YOLO boxes (class cx cy w h, normalised; classes as yolov8n-line's labels): train-NNN for training, heldout-NNN for evaluation",
+    },
+    Set {
+        name: "substation-train",
+        for_models: &["mobilenetv2-meter"],
+        description: "labelled substation close-ups: one cabinet whose featured device shows one of mobilenetv2-meter's 10 classes, 640×480 JPEG; labels.csv gives each file's class, lamp states and meter reading: train-NNN for training, heldout-NNN for evaluation",
+    },
 ];
+
+/// Days of the load series' training range; the held-out week follows it.
+pub const TRAIN_DAYS: i64 = 105;
+/// Labelled line-inspection scenes: training and held-out.
+pub const LINE_TRAIN: usize = 240;
+pub const LINE_HELDOUT: usize = 40;
+/// Labelled substation close-ups: training and held-out.
+pub const PANEL_TRAIN: usize = 1000;
+pub const PANEL_HELDOUT: usize = 200;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct InputFile {
@@ -75,28 +99,28 @@ pub struct InputManifest {
     pub files: Vec<InputFile>,
 }
 
-struct Canvas {
-    img: RgbImage,
-    rng: SplitMix64,
+pub(super) struct Canvas {
+    pub(super) img: RgbImage,
+    pub(super) rng: SplitMix64,
 }
 
 impl Canvas {
-    fn new(w: u32, h: u32, seed: u64) -> Canvas {
+    pub(super) fn new(w: u32, h: u32, seed: u64) -> Canvas {
         Canvas {
             img: RgbImage::new(w, h),
             rng: SplitMix64(seed),
         }
     }
-    fn r(&mut self, lo: f64, hi: f64) -> f64 {
+    pub(super) fn r(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.rng.unit()
     }
-    fn put(&mut self, x: i64, y: i64, c: [u8; 3]) {
+    pub(super) fn put(&mut self, x: i64, y: i64, c: [u8; 3]) {
         if x >= 0 && y >= 0 && (x as u32) < self.img.width() && (y as u32) < self.img.height() {
             self.img.put_pixel(x as u32, y as u32, Rgb(c));
         }
     }
     /// Vertical gradient from `top` to `bottom` over rows y0..y1.
-    fn gradient(&mut self, y0: u32, y1: u32, top: [u8; 3], bottom: [u8; 3]) {
+    pub(super) fn gradient(&mut self, y0: u32, y1: u32, top: [u8; 3], bottom: [u8; 3]) {
         let w = self.img.width();
         for y in y0..y1.min(self.img.height()) {
             let t = (y - y0) as f64 / (y1 - y0).max(1) as f64;
@@ -107,14 +131,14 @@ impl Canvas {
             }
         }
     }
-    fn rect(&mut self, x0: i64, y0: i64, x1: i64, y1: i64, c: [u8; 3]) {
+    pub(super) fn rect(&mut self, x0: i64, y0: i64, x1: i64, y1: i64, c: [u8; 3]) {
         for y in y0.max(0)..y1 {
             for x in x0.max(0)..x1 {
                 self.put(x, y, c);
             }
         }
     }
-    fn disc(&mut self, cx: f64, cy: f64, rx: f64, ry: f64, c: [u8; 3]) {
+    pub(super) fn disc(&mut self, cx: f64, cy: f64, rx: f64, ry: f64, c: [u8; 3]) {
         let (x0, x1) = ((cx - rx).floor() as i64, (cx + rx).ceil() as i64);
         let (y0, y1) = ((cy - ry).floor() as i64, (cy + ry).ceil() as i64);
         for y in y0..=y1 {
@@ -128,7 +152,7 @@ impl Canvas {
         }
     }
     /// A line of `width` pixels from (x0, y0) to (x1, y1).
-    fn line(&mut self, x0: f64, y0: f64, x1: f64, y1: f64, width: f64, c: [u8; 3]) {
+    pub(super) fn line(&mut self, x0: f64, y0: f64, x1: f64, y1: f64, width: f64, c: [u8; 3]) {
         let len = ((x1 - x0).powi(2) + (y1 - y0).powi(2)).sqrt().max(1.0);
         let steps = (len * 2.0) as i64;
         let r = width / 2.0;
@@ -143,7 +167,7 @@ impl Canvas {
         }
     }
     /// Sensor noise: ±`amp` per channel.
-    fn noise(&mut self, amp: i32) {
+    pub(super) fn noise(&mut self, amp: i32) {
         let (w, h) = self.img.dimensions();
         for y in 0..h {
             for x in 0..w {
@@ -158,7 +182,31 @@ impl Canvas {
 }
 
 /// A transmission-line scene at `w`×`h`.
-fn line_scene(w: u32, h: u32, seed: u64) -> RgbImage {
+pub(super) fn line_scene(w: u32, h: u32, seed: u64) -> RgbImage {
+    line_scene_labelled(w, h, seed, false).0
+}
+
+/// An object drawn in a scene: its class (an index into the model's labels) and its box
+/// in pixels (x0, y0, x1, y1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LabelBox {
+    pub class: usize,
+    pub x0: f64,
+    pub y0: f64,
+    pub x1: f64,
+    pub y1: f64,
+}
+
+/// A line scene with the boxes of what it drew: insulator strings (0, or 1 with a broken
+/// disc), bird nests (2), dampers (4), and with `foreign` objects hanging on the
+/// conductors (3). Without `foreign` the pixels are the `line-inspection` set's.
+pub(super) fn line_scene_labelled(
+    w: u32,
+    h: u32,
+    seed: u64,
+    foreign: bool,
+) -> (RgbImage, Vec<LabelBox>) {
+    let mut boxes = Vec::new();
     let mut c = Canvas::new(w, h, seed);
     let s = w as f64 / 1920.0;
     let horizon = (h as f64 * c.r(0.55, 0.7)) as u32;
@@ -208,12 +256,21 @@ fn line_scene(w: u32, h: u32, seed: u64) -> RgbImage {
                     [150, 96, 70]
                 };
                 let discs = 7 + (c.rng.next_u64() % 5) as i64;
+                let mut defective = false;
                 for d in 0..discs {
                     let dy = ay + (d as f64 + 1.0) * 7.0 * s;
                     let broken = c.rng.next_u64().is_multiple_of(23);
+                    defective |= broken;
                     let col = if broken { [40, 40, 40] } else { color };
                     c.disc(ax, dy, 9.0 * s, 3.0 * s, col);
                 }
+                boxes.push(LabelBox {
+                    class: if defective { 1 } else { 0 },
+                    x0: ax - 9.0 * s,
+                    y0: ay + 4.0 * s,
+                    x1: ax + 9.0 * s,
+                    y1: ay + discs as f64 * 7.0 * s + 3.0 * s,
+                });
                 pts.push((ax, ay + (discs as f64 + 1.0) * 7.0 * s));
             }
         }
@@ -226,10 +283,43 @@ fn line_scene(w: u32, h: u32, seed: u64) -> RgbImage {
                 let (e, f) = (c.r(-22.0, 22.0) * s, c.r(-8.0, 4.0) * s);
                 c.line(nx + a, ny + b, nx + e, ny + f, 1.5 * s, [110, 80, 45]);
             }
+            boxes.push(LabelBox {
+                class: 2,
+                x0: nx - 23.0 * s,
+                y0: ny - 9.0 * s,
+                x1: nx + 23.0 * s,
+                y1: ny + 5.0 * s,
+            });
         }
         arms.push(pts);
     }
     // Conductors: parabolic sag between matching attachment points, with dampers.
+    conductors(&mut c, &arms, s, foreign, &mut boxes);
+    c.noise(3);
+    let (fw, fh) = (w as f64, h as f64);
+    let boxes = boxes
+        .into_iter()
+        .map(|b| LabelBox {
+            x0: b.x0.clamp(0.0, fw),
+            y0: b.y0.clamp(0.0, fh),
+            x1: b.x1.clamp(0.0, fw),
+            y1: b.y1.clamp(0.0, fh),
+            ..b
+        })
+        .filter(|b| b.x1 - b.x0 >= 2.0 && b.y1 - b.y0 >= 2.0)
+        .collect();
+    (c.img, boxes)
+}
+
+/// The conductors between the towers' attachment points (parabolic sag), their dampers,
+/// and with `foreign` sometimes an object caught on one; their boxes go into `boxes`.
+fn conductors(
+    c: &mut Canvas,
+    arms: &[Vec<(f64, f64)>],
+    s: f64,
+    foreign: bool,
+    boxes: &mut Vec<LabelBox>,
+) {
     for t in 1..arms.len() {
         for (p, q) in arms[t - 1].clone().into_iter().zip(arms[t].clone()) {
             let sag = c.r(30.0, 90.0) * s;
@@ -254,15 +344,39 @@ fn line_scene(w: u32, h: u32, seed: u64) -> RgbImage {
                     (y + 3.0 * s) as i64,
                     [35, 35, 38],
                 );
+                boxes.push(LabelBox {
+                    class: 4,
+                    x0: x - 8.0 * s,
+                    y0: y - 3.0 * s,
+                    x1: x + 8.0 * s,
+                    y1: y + 3.0 * s,
+                });
+            }
+            if foreign && c.rng.next_u64().is_multiple_of(3) {
+                // A plastic sheet or kite caught on the conductor.
+                let u = c.r(0.25, 0.75);
+                let x = p.0 + u * (q.0 - p.0);
+                let y = p.1 + u * (q.1 - p.1) + 4.0 * sag * u * (1.0 - u);
+                let (rw, rh) = (c.r(10.0, 22.0) * s, c.r(12.0, 26.0) * s);
+                let col = [[230, 60, 160], [240, 240, 250], [250, 170, 30]]
+                    [(c.rng.next_u64() % 3) as usize];
+                c.disc(x, y + rh * 0.6, rw, rh, col);
+                let tail = x + c.r(-8.0, 8.0) * s;
+                c.line(x, y, tail, y + rh * 2.2, 2.0 * s, col);
+                boxes.push(LabelBox {
+                    class: 3,
+                    x0: x - rw - 8.0 * s,
+                    y0: y - 1.0,
+                    x1: x + rw + 8.0 * s,
+                    y1: y + rh * 2.2 + 1.0,
+                });
             }
         }
     }
-    c.noise(3);
-    c.img
 }
 
 /// Unit vectors for dial needles (30° steps), written out so no `sin`/`cos` is needed.
-const NEEDLE: [(f64, f64); 12] = [
+pub(super) const NEEDLE: [(f64, f64); 12] = [
     (1.0, 0.0),
     (0.866_025, 0.5),
     (0.5, 0.866_025),
@@ -384,11 +498,20 @@ const DAILY: [f64; 25] = [
 
 /// The synthetic load series as CSV text: 28 days of 15-minute rows from 2026-01-05 00:00.
 pub fn load_series_csv(seed: u64) -> String {
+    load_series_days(seed, 0, 28)
+}
+
+/// The CSV header of a load series.
+const SERIES_HEADER: &str = "timestamp,load_mw,temperature_c,humidity_pct\n";
+
+/// Days `from..to` of the series the generator continues past 28 days (same seed, same
+/// draws: days 0..28 are [`load_series_csv`]'s rows).
+pub fn load_series_days(seed: u64, from: i64, to: i64) -> String {
     let mut rng = SplitMix64(seed);
-    let mut out = String::from("timestamp,load_mw,temperature_c,humidity_pct\n");
+    let mut out = String::from(SERIES_HEADER);
     let start_day = super::forecast::days_from_civil(2026, 1, 5); // a Monday
     let mut temp_drift = 0.0;
-    for step in 0..28 * 96 {
+    for step in 0..to * 96 {
         let day = step / 96;
         let minute = (step % 96) * 15;
         let hour = minute as f64 / 60.0;
@@ -410,6 +533,9 @@ pub fn load_series_csv(seed: u64) -> String {
         let load = base * if weekend { 0.85 } else { 1.0 }
             + 12.0 * (5.0 - temperature)
             + rng.normal() * 15.0;
+        if day < from {
+            continue;
+        }
         let d = start_day + day;
         let (y, m, dd) = civil_from_days(d);
         out.push_str(&format!(
@@ -435,7 +561,12 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
-fn encode(img: &RgbImage, format: ImageFormat) -> Vec<u8> {
+/// JPEG at quality 90, as the input sets are written.
+pub fn encode_jpeg(img: &RgbImage) -> Vec<u8> {
+    encode(img, ImageFormat::Jpeg)
+}
+
+pub(super) fn encode(img: &RgbImage, format: ImageFormat) -> Vec<u8> {
     let mut buf = std::io::Cursor::new(Vec::new());
     match format {
         ImageFormat::Jpeg => {
@@ -482,6 +613,24 @@ pub fn generate(set: &str) -> Option<Vec<Generated>> {
             load_series_csv(seed(0)).into_bytes(),
             None,
         )],
+        "load-series-train" => {
+            // The committed series' seed: the same generator, more days.
+            let s0 = seed_of("load-series/0");
+            vec![
+                (
+                    "load-series-train.csv".into(),
+                    load_series_days(s0, 0, TRAIN_DAYS).into_bytes(),
+                    None,
+                ),
+                (
+                    "load-series-heldout.csv".into(),
+                    load_series_days(s0, TRAIN_DAYS - 1, TRAIN_DAYS + 7).into_bytes(),
+                    None,
+                ),
+            ]
+        }
+        "line-inspection-train" => super::labelled::line_set(LINE_TRAIN, LINE_HELDOUT),
+        "substation-train" => super::labelled::substation_set(PANEL_TRAIN, PANEL_HELDOUT),
         _ => return None,
     })
 }

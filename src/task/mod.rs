@@ -9,6 +9,7 @@ pub mod detect;
 pub mod forecast;
 pub mod image;
 pub mod inputs;
+pub mod labelled;
 
 use std::path::Path;
 use std::time::Instant;

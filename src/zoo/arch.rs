@@ -7,14 +7,9 @@ use crate::model::build::{Attr, attr};
 use crate::model::onnx::{DataType, ModelProto};
 
 /// torchvision `resnet50` (v1.5: stride on the 3×3 convolution), `classes` outputs.
-pub fn resnet50(
-    name: &str,
-    dt: DataType,
-    quant: Option<super::Calibration>,
-    classes: i64,
-) -> ModelProto {
+pub fn resnet50(name: &str, dt: DataType, init: Option<super::Init>, classes: i64) -> ModelProto {
     let mut n = Net::new(name, dt);
-    n.quant = quant;
+    n.set_init(init);
     let x = n.input("input", &[1, 3, 224, 224]);
     let x = n.conv(&x, 3, 64, 7, 2, 1, Act::Relu, 1.0);
     let mut x = n.maxpool(&x, 3, 2, 1);
@@ -48,12 +43,24 @@ pub fn resnet50(
 pub fn mobilenet_v2(
     name: &str,
     dt: DataType,
-    quant: Option<super::Calibration>,
+    init: Option<super::Init>,
     classes: i64,
 ) -> ModelProto {
+    mobilenet_v2_at(name, dt, init, classes, 224)
+}
+
+/// [`mobilenet_v2`] for a `size`×`size` input (the trainer's smaller crops; the same
+/// weights).
+pub fn mobilenet_v2_at(
+    name: &str,
+    dt: DataType,
+    init: Option<super::Init>,
+    classes: i64,
+    size: i64,
+) -> ModelProto {
     let mut n = Net::new(name, dt);
-    n.quant = quant;
-    let x = n.input("input", &[1, 3, 224, 224]);
+    n.set_init(init);
+    let x = n.input("input", &[1, 3, size, size]);
     let mut x = n.conv(&x, 3, 32, 3, 2, 1, Act::Relu6, 1.0);
     let mut inp = 32;
     for (t, c, reps, s) in [
@@ -99,14 +106,14 @@ pub fn mobilenet_v2(
 pub fn lstm_forecast(
     name: &str,
     dt: DataType,
-    quant: Option<super::Calibration>,
+    init: Option<super::Init>,
     steps: i64,
     features: i64,
     hidden: i64,
     horizon: i64,
 ) -> ModelProto {
     let mut n = Net::new(name, dt);
-    n.quant = quant;
+    n.set_init(init);
     let x = n.input("series", &[1, steps, features]);
     // [1, steps, features] → [steps, 1, features] (ONNX LSTM's default layout).
     let x = n.op(

@@ -40,11 +40,62 @@ pub struct Entry {
     pub labels: &'static [&'static str],
     /// The input set (see `task::inputs`) INT8 calibration runs on.
     pub input_set: &'static str,
-    build: fn(&str, DataType, Option<Calibration>) -> ModelProto,
+    /// The labelled set its trained weights come from (INT8 calibration of a trained model
+    /// runs on its training split).
+    pub train_set: Option<&'static str>,
+    build: fn(&str, DataType, Option<Init>) -> ModelProto,
 }
 
 /// Calibrated max |x| of activations, by value name.
 pub type Calibration = std::collections::HashMap<String, f32>;
+
+/// Trained weights by initializer name (FP32 values), from `models/weights/<name>.safetensors`.
+pub type Trained = std::collections::HashMap<String, Vec<f32>>;
+
+/// How a graph's weights are made: INT8 calibration, and trained values that replace the
+/// seeded ones where they exist (by initializer name).
+#[derive(Debug, Clone, Default)]
+pub struct Init {
+    pub quant: Option<Calibration>,
+    pub trained: Option<Trained>,
+}
+
+/// The committed trained weights of a zoo architecture, when it has some.
+pub fn weights_path(name: &str) -> PathBuf {
+    crate::util::paths::models_dir()
+        .join("weights")
+        .join(format!("{name}.safetensors"))
+}
+
+/// Reads trained weights (safetensors; FP32 tensors by initializer name).
+pub fn read_weights(path: &Path) -> anyhow::Result<Trained> {
+    let t = candle_core::safetensors::load(path, &candle_core::Device::Cpu)
+        .map_err(|e| anyhow::anyhow!("cannot read weights '{}': {e}", path.display()))?;
+    weights_from_tensors(&t)
+}
+
+/// Tensors (any float type) → FP32 values by name.
+pub fn weights_from_tensors(
+    t: &std::collections::HashMap<String, candle_core::Tensor>,
+) -> anyhow::Result<Trained> {
+    let mut out = Trained::new();
+    for (name, x) in t {
+        let v: Vec<f32> = x
+            .to_dtype(candle_core::DType::F32)
+            .and_then(|x| x.flatten_all())
+            .and_then(|x| x.to_vec1())
+            .map_err(|e| anyhow::anyhow!("weight '{name}': {e}"))?;
+        out.insert(name.clone(), v);
+    }
+    Ok(out)
+}
+
+/// The trained weights of `e` from the committed file, `None` when there is none (the
+/// model keeps its seeded weights).
+pub fn trained_weights(e: &Entry) -> Option<Trained> {
+    let p = weights_path(e.name);
+    p.exists().then(|| read_weights(&p)).and_then(|r| r.ok())
+}
 
 pub const LINE_CLASSES: [&str; 5] = [
     "insulator",
@@ -80,7 +131,8 @@ pub fn entries() -> Vec<Entry> {
             reference: "ultralytics 8.4.190 DetectionModel('yolov8n.yaml'), fused: 3,151,904 parameters and 4,371,993,600 MACs at 640 with 80 classes (get_flops: 8.744 GFLOPs = 2 × MACs); with nc=5: 3,006,623 parameters (DFL's 16 included), 4,043,520,000 MACs. The ONNX file also stores the decoder's 25,201 constants (anchor points 2 × 8,400, strides 8,400, the scalar 2): 3,031,824 parameters",
             labels: &LINE_CLASSES,
             input_set: "line-inspection",
-            build: |n, dt, q| yolo::yolov8(n, dt, q, yolo::Scale::N, 5, 640),
+            train_set: Some("line-inspection-train"),
+            build: |n, dt, i| yolo::yolov8(n, dt, i, yolo::Scale::N, 5, 640),
         },
         Entry {
             name: "yolov8s-line-hires",
@@ -92,7 +144,8 @@ pub fn entries() -> Vec<Entry> {
             reference: "ultralytics 8.4.190 DetectionModel('yolov8s.yaml'), fused: 11,156,544 parameters and 14,301,312,000 MACs at 640 with 80 classes (28.6 GFLOPs); with nc=5 at 1280: 11,127,519 parameters, 56,882,688,000 MACs. The ONNX file also stores the decoder's 100,801 constants (anchor points 2 × 33,600, strides 33,600, the scalar 2): 11,228,320 parameters",
             labels: &LINE_CLASSES,
             input_set: "line-inspection-hires",
-            build: |n, dt, q| yolo::yolov8(n, dt, q, yolo::Scale::S, 5, 1280),
+            train_set: None,
+            build: |n, dt, i| yolo::yolov8(n, dt, i, yolo::Scale::S, 5, 1280),
         },
         Entry {
             name: "resnet50-substation",
@@ -104,7 +157,8 @@ pub fn entries() -> Vec<Entry> {
             reference: "ResNet-50: 25,557,032 parameters, 4,089,184,256 MACs at 224 (torchvision). Folding BatchNorm turns 2 × 26,560 BN parameters into 26,560 conv biases (−26,560); the 10-class head has 20,490 parameters instead of 2,049,000 and 20,480 MACs instead of 2,048,000: 23,501,962 parameters, 4,087,156,736 MACs",
             labels: &SUBSTATION_CLASSES,
             input_set: "substation",
-            build: |n, dt, q| arch::resnet50(n, dt, q, 10),
+            train_set: None,
+            build: |n, dt, i| arch::resnet50(n, dt, i, 10),
         },
         Entry {
             name: "mobilenetv2-meter",
@@ -116,7 +170,8 @@ pub fn entries() -> Vec<Entry> {
             reference: "MobileNetV2: 3,504,872 parameters, 300,774,272 MACs at 224 (torchvision). Folding BatchNorm: −17,056; the 10-class head has 12,810 parameters instead of 1,281,000 and 12,800 MACs instead of 1,280,000: 2,219,626 parameters, 299,507,072 MACs; the ONNX file also stores the 35 ReLU6 Clip bounds (70 scalars, as torchvision's export does): 2,219,696",
             labels: &SUBSTATION_CLASSES,
             input_set: "substation",
-            build: |n, dt, q| arch::mobilenet_v2(n, dt, q, 10),
+            train_set: Some("substation-train"),
+            build: |n, dt, i| arch::mobilenet_v2(n, dt, i, 10),
         },
         Entry {
             name: "lstm-load-forecast",
@@ -128,7 +183,8 @@ pub fn entries() -> Vec<Entry> {
             reference: "By construction: LSTM 1: 4·128·(8+128) weights + 8·128 biases = 70,656; LSTM 2: 4·128·256 + 1,024 = 132,096; head 128·24 + 24 = 3,096; 205,848 parameters. MACs: 96·4·128·136 + 96·4·128·256 + 128·24 = 19,270,656",
             labels: &[],
             input_set: "load-series",
-            build: |n, dt, q| arch::lstm_forecast(n, dt, q, 96, 8, 128, 24),
+            train_set: Some("load-series-train"),
+            build: |n, dt, i| arch::lstm_forecast(n, dt, i, 96, 8, 128, 24),
         },
     ]
 }
@@ -171,12 +227,26 @@ pub fn all_names() -> Vec<String> {
         .collect()
 }
 
-/// Builds the serialised model.
+/// Builds the serialised model: with its committed trained weights where it has them.
 pub fn build(e: &Entry, p: Precision) -> Vec<u8> {
-    // Weights are seeded by the architecture's name, so every precision variant holds the
-    // same weights (rounded to its type).
-    let calibration = (p == Precision::Int8).then(|| calibrate(e));
-    let mut m = (e.build)(e.name, dtype_of(p), calibration);
+    build_with(e, p, trained_weights(e).as_ref())
+}
+
+/// The graph with seeded weights (what training starts from).
+pub fn build_graph(e: &Entry, dt: DataType) -> ModelProto {
+    (e.build)(e.name, dt, None)
+}
+
+/// Builds the serialised model with `trained` weights (seeded ones where `None`).
+pub fn build_with(e: &Entry, p: Precision, trained: Option<&Trained>) -> Vec<u8> {
+    // Weights are trained, else seeded by the architecture's name, so every precision
+    // variant holds the same weights (rounded to its type).
+    let calibration = (p == Precision::Int8).then(|| calibrate(e, trained));
+    let init = Init {
+        quant: calibration,
+        trained: trained.cloned(),
+    };
+    let mut m = (e.build)(e.name, dtype_of(p), Some(init));
     if let Some(g) = m.graph.as_mut() {
         g.name = format!("{}{}", e.name, p.suffix());
     }
@@ -266,7 +336,18 @@ pub fn build_to(
         params_bytes: a.params.bytes,
         macs: a.macs.unwrap_or(0),
         committed: (bytes.len() as u64) <= COMMIT_LIMIT_BYTES,
+        training: training_record(e),
     })
+}
+
+/// The training record beside the committed weights (`models/weights/<name>.toml`), when
+/// the weights are trained and the record matches them.
+pub fn training_record(e: &Entry) -> Option<crate::report::schema::zoo::TrainingRecord> {
+    let w = weights_path(e.name);
+    let rec: crate::report::schema::zoo::TrainingRecord =
+        toml::from_str(&std::fs::read_to_string(w.with_extension("toml")).ok()?).ok()?;
+    let sha = crate::util::fs::sha256_hex(&std::fs::read(&w).ok()?);
+    (rec.weights_sha256 == sha).then_some(rec)
 }
 
 /// The file for `--model ARG`: the path itself when it exists; for a zoo name
@@ -315,9 +396,13 @@ pub fn resolve(arg: &Path) -> anyhow::Result<PathBuf> {
 
 /// Calibrates the INT8 variant: runs the FP32 model on its input set with every
 /// Conv/MatMul input added as an output, and records each one's max |x|.
-pub fn calibrate(e: &Entry) -> Calibration {
+pub fn calibrate(e: &Entry, trained: Option<&Trained>) -> Calibration {
     use crate::model::tensor::{HostTensor, TensorData};
-    let mut m = (e.build)(e.name, DataType::FLOAT, None);
+    let init = Init {
+        quant: None,
+        trained: trained.cloned(),
+    };
+    let mut m = (e.build)(e.name, DataType::FLOAT, Some(init));
     let g = m.graph.as_mut().expect("zoo graphs exist");
     let mut names: Vec<String> = g
         .node
@@ -351,7 +436,7 @@ pub fn calibrate(e: &Entry) -> Calibration {
     let mut session =
         crate::backend::load(&path, &spec, &opts).expect("the FP32 zoo model loads on tract");
     let mut maxes: Calibration = Calibration::new();
-    for x in calibration_inputs(e, &shape, &dir) {
+    for x in calibration_inputs(e, &shape, trained.is_some()) {
         let outs = session
             .run(&[HostTensor {
                 name: e.input.to_string(),
@@ -368,13 +453,17 @@ pub fn calibrate(e: &Entry) -> Calibration {
     maxes
 }
 
-/// Pre-processed tensors of the entry's input set (at most 4 images, or 8 windows).
-fn calibration_inputs(e: &Entry, shape: &[usize], _dir: &Path) -> Vec<ndarray::ArrayD<f32>> {
-    let files: Vec<(String, Vec<u8>)> = crate::task::inputs::generate(e.input_set)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(name, bytes, _)| (name, bytes))
-        .collect();
+/// Pre-processed calibration tensors (at most 4 images, or 8 windows): of the training
+/// split for trained weights, else of the entry's input set.
+fn calibration_inputs(e: &Entry, shape: &[usize], trained: bool) -> Vec<ndarray::ArrayD<f32>> {
+    let files: Vec<(String, Vec<u8>)> = match e.train_set.filter(|_| trained) {
+        Some(set) => crate::task::labelled::calibration_files(set, 4),
+        None => crate::task::inputs::generate(e.input_set)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, bytes, _)| (name, bytes))
+            .collect(),
+    };
     let take = if e.task == Task::Forecasting { 8 } else { 4 };
     crate::task::prepare_inputs(e.task, shape, &files)
         .expect("the generated input set is valid")

@@ -35,6 +35,8 @@ pub struct Net {
     /// activations feeding Conv/MatMul get QuantizeLinear/DequantizeLinear (symmetric,
     /// per tensor) when calibrated.
     pub quant: Option<std::collections::HashMap<String, f32>>,
+    /// Trained values by initializer name; seeded values where a name has none.
+    pub trained: Option<super::Trained>,
     model: String,
     n: usize,
 }
@@ -45,9 +47,30 @@ impl Net {
             g: GraphBuilder::new(model),
             dt,
             quant: None,
+            trained: None,
             model: model.to_string(),
             n: 0,
         }
+    }
+
+    /// Sets INT8 calibration and trained weights.
+    pub fn set_init(&mut self, init: Option<super::Init>) {
+        if let Some(i) = init {
+            self.quant = i.quant;
+            self.trained = i.trained;
+        }
+    }
+
+    /// The values of weight `name`: trained when the trained set has it with `n` values,
+    /// else seeded normal with standard deviation `std`.
+    fn values(&self, name: &str, n: i64, std: f64) -> Vec<f32> {
+        if let Some(v) = self.trained.as_ref().and_then(|t| t.get(name))
+            && v.len() == n as usize
+        {
+            return v.clone();
+        }
+        let mut rng = SplitMix64(seed_of(&format!("{}/{name}", self.model)));
+        (0..n).map(|_| (rng.normal() * std) as f32).collect()
     }
 
     /// A fresh value name with `prefix`.
@@ -68,7 +91,13 @@ impl Net {
 
     /// An initializer of the compute type with the given values.
     pub fn constant(&mut self, name: &str, dims: &[i64], values: &[f32]) -> String {
-        let bytes = self.bytes_of(values);
+        // A trained value (a detection head's bias) replaces the given one.
+        let trained = self
+            .trained
+            .as_ref()
+            .and_then(|t| t.get(name))
+            .filter(|v| v.len() == values.len());
+        let bytes = self.bytes_of(trained.map(|v| v.as_slice()).unwrap_or(values));
         self.g = std::mem::take(&mut self.g).init(tensor_raw(name, self.dt, dims, bytes));
         name.to_string()
     }
@@ -76,8 +105,7 @@ impl Net {
     /// Seeded normal values with standard deviation `std`.
     pub fn random(&mut self, name: &str, dims: &[i64], std: f64) -> String {
         let n: i64 = dims.iter().product();
-        let mut rng = SplitMix64(seed_of(&format!("{}/{name}", self.model)));
-        let v: Vec<f32> = (0..n).map(|_| (rng.normal() * std) as f32).collect();
+        let v = self.values(name, n, std);
         self.constant(name, dims, &v)
     }
 
@@ -88,8 +116,7 @@ impl Net {
             return self.random(name, dims, std);
         }
         let n: i64 = dims.iter().product();
-        let mut rng = SplitMix64(seed_of(&format!("{}/{name}", self.model)));
-        let v: Vec<f32> = (0..n).map(|_| (rng.normal() * std) as f32).collect();
+        let v = self.values(name, n, std);
         let channels = dims[axis] as usize;
         let inner: usize = dims[axis + 1..].iter().product::<i64>() as usize;
         let mut maxes = vec![0f32; channels];

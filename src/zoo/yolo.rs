@@ -263,14 +263,14 @@ fn decode(y: &mut Yolo, h: Head, classes: i64) -> (String, i64) {
 pub fn yolov8(
     name: &str,
     dt: DataType,
-    quant: Option<super::Calibration>,
+    init: Option<super::Init>,
     scale: Scale,
     classes: i64,
     size: i64,
 ) -> ModelProto {
     let (depth, width, max_ch) = scale.multiples();
     let mut net = Net::new(name, dt);
-    net.quant = quant;
+    net.set_init(init);
     let mut y = Yolo {
         n: net,
         depth,

@@ -196,6 +196,9 @@ pub struct GradeReport {
     pub placement: Option<PlacementSummary>,
     pub qps: Option<QpsReport>,
     pub llm: Option<LlmReport>,
+    /// The `[train]` stage's result (§7.1, optional).
+    #[serde(default)]
+    pub train: Option<super::train::TrainReport>,
     pub decisions: Vec<Decision>,
 }
 

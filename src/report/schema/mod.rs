@@ -21,6 +21,7 @@ pub mod run;
 pub mod session;
 pub mod stats;
 pub mod telemetry;
+pub mod train;
 mod vocab;
 pub mod zoo;
 
@@ -53,6 +54,7 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
         ),
         ("profile.schema.json", schema_for!(profile::Profile)),
         ("inspect.schema.json", schema_for!(inspect::Analysis)),
+        ("train.schema.json", schema_for!(train::TrainReport)),
     ]
 }
 

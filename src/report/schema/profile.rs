@@ -28,8 +28,40 @@ pub struct Profile {
     /// MindIE Benchmark's client mode against an LLM service (`acceval llm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<LlmSection>,
+    /// §7.1 (optional): when present, `grade` trains a built-in workload and reports the
+    /// training figures; its bounds are the profile's (the draft gives training no levels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train: Option<TrainSection>,
     #[serde(default)]
     pub attestations: Attestations,
+}
+
+/// A training stage: `acceval train --workload W` with these settings.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrainSection {
+    /// lstm-load-forecast, mobilenetv2-meter or yolov8n-line.
+    pub workload: String,
+    #[serde(default = "default_train_epochs")]
+    pub epochs: usize,
+    pub batch: Option<usize>,
+    /// Train on at most this many samples per epoch.
+    pub samples: Option<usize>,
+    pub eval_samples: Option<usize>,
+    /// METRIC<=X or METRIC>=X: time to target is measured against it.
+    pub target: Option<String>,
+    /// The profile's bound: time to target at most this, s (needs `target`).
+    pub max_time_to_target_s: Option<f64>,
+    /// The profile's bound: the single-step P90 at most this, ms.
+    pub max_step_p90_ms: Option<f64>,
+    /// The profile's bound: throughput at least this, samples/s.
+    pub min_throughput_samples_per_s: Option<f64>,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn default_train_epochs() -> usize {
+    3
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]

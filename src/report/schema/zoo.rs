@@ -25,6 +25,44 @@ pub struct ManifestModel {
     pub macs: u64,
     /// Whether the file is committed (at most 5 MB) or built on demand.
     pub committed: bool,
+    /// How the weights were trained (absent: seeded weights).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training: Option<TrainingRecord>,
+}
+
+/// How a zoo model's weights were trained (`acceval train ... --save-weights`): written
+/// beside the weights as `models/weights/<name>.toml` and copied into the manifest.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct TrainingRecord {
+    pub workload: String,
+    /// The command line that trained them.
+    pub command: String,
+    pub epochs: usize,
+    pub batch: usize,
+    pub learning_rate: f64,
+    pub seed: u64,
+    /// The recipe: data, pre-processing, loss, evaluation.
+    pub recipe: String,
+    pub data: Vec<TrainingData>,
+    /// The held-out metric after the last epoch, and its baseline.
+    pub held_out_metric: String,
+    pub held_out_value: f64,
+    pub baseline: String,
+    pub baseline_value: f64,
+    /// Te − Ts of the training, s, and where it ran.
+    pub train_s: f64,
+    pub device: String,
+    /// SHA-256 of the weights file.
+    pub weights_sha256: String,
+}
+
+/// A data split a training read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct TrainingData {
+    pub split: String,
+    pub name: String,
+    pub samples: u64,
+    pub sha256: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]

@@ -1,0 +1,376 @@
+//! `acceval train` (§7.1): short runs of each built-in workload on the real candle trainer,
+//! the figures checked against each other (throughput = samples / mean epoch time, one
+//! utilization sample per second of epoch, step_ms.n == steps, total_s within the
+//! process's wall time seen from here), the mllog events it writes, and a lab's own
+//! training through `--exec` (a Python script printing :::MLLOG lines; the PyTorch one
+//! when torch is installed).
+
+mod common;
+
+use std::path::Path;
+use std::time::Instant;
+
+use common::*;
+
+fn run_train(args: &[&str]) -> (i32, serde_json::Value, String, f64) {
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("train.json");
+    let j = json.to_str().unwrap().to_string();
+    // Before the arguments: everything after `--` is the lab's command.
+    let mut all: Vec<&str> = vec!["train", "--export-json", &j];
+    all.extend(args);
+    let t = Instant::now();
+    let out = bin().args(&all).output().unwrap();
+    let wall = t.elapsed().as_secs_f64();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v = std::fs::read(&json)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    if !v.is_null() {
+        // Every report validates against the committed schema.
+        let schema = acceval::report::schema::schema_json("train.schema.json").unwrap();
+        let errors: Vec<String> = jsonschema::validator_for(&schema)
+            .unwrap()
+            .iter_errors(&v)
+            .map(|e| format!("{e} at {}", e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+    if json.with_extension("mllog").exists() {
+        let log = std::fs::read_to_string(json.with_extension("mllog")).unwrap();
+        let keys: Vec<String> = log
+            .lines()
+            .map(|l| {
+                let e: serde_json::Value =
+                    serde_json::from_str(l.strip_prefix(":::MLLOG ").unwrap()).unwrap();
+                e["key"].as_str().unwrap().to_string()
+            })
+            .collect();
+        for k in [
+            "init_start",
+            "run_start",
+            "epoch_start",
+            "epoch_stop",
+            "eval_accuracy",
+            "run_stop",
+        ] {
+            assert!(keys.iter().any(|x| x == k), "mllog lacks {k}: {keys:?}");
+        }
+    }
+    (out.status.code().unwrap_or(-1), v, err, wall)
+}
+
+fn num(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The checks every training report must pass.
+fn check_consistent(v: &serde_json::Value, wall_s: f64, interval_s: f64) {
+    let epochs = v["epochs"].as_array().unwrap();
+    assert!(!epochs.is_empty(), "{v:#}");
+    let n = epochs.len() as f64;
+    let mean_t = epochs.iter().map(|e| num(&e["time_s"])).sum::<f64>() / n;
+    let mean_s = epochs.iter().map(|e| num(&e["samples"])).sum::<f64>() / n;
+    let thr = num(&v["throughput_samples_per_s"]);
+    assert!(
+        (thr - mean_s / mean_t).abs() <= 1e-6 * thr,
+        "{thr} vs {}",
+        mean_s / mean_t
+    );
+    for e in epochs {
+        // One utilization sample per interval of epoch (the first may fall just outside).
+        let t = num(&e["time_s"]);
+        let k = e["utilization"]["n"].as_u64().unwrap() as f64;
+        assert!(
+            (k - t / interval_s).abs() <= 1.5,
+            "{k} samples in a {t} s epoch"
+        );
+        assert!(e["energy_j"].as_str().unwrap().starts_with("n/a: "), "{e}");
+    }
+    assert_eq!(v["step_ms"]["n"], v["steps"]);
+    for k in ["average", "min", "max", "p50", "p75", "p90", "p99"] {
+        assert!(num(&v["step_ms"][k]) > 0.0, "{k}");
+    }
+    let total = num(&v["total_s"]);
+    assert!(
+        total > 0.0 && total <= wall_s,
+        "total_s {total} outside the wall time {wall_s}"
+    );
+    let epoch_sum: f64 = epochs.iter().map(|e| num(&e["time_s"])).sum();
+    assert!(
+        total >= epoch_sum,
+        "total_s {total} < the epochs' {epoch_sum}"
+    );
+    for k in ["energy_j", "efficiency_samples_per_j"] {
+        assert!(v[k].as_str().unwrap().starts_with("n/a: "), "{k}: {}", v[k]);
+    }
+    for k in ["average", "peak"] {
+        assert!(
+            v["power_w"][k].as_str().unwrap().starts_with("n/a: "),
+            "{k}"
+        );
+    }
+}
+
+/// The candle interpretation of a zoo graph computes what tract computes from its ONNX.
+#[test]
+fn the_trainers_graph_computes_what_tract_computes() {
+    use acceval::model::tensor::{HostTensor, TensorData};
+    use acceval::train::graph::Graph;
+    use candle_core::{DType, Device, Tensor};
+    use prost::Message;
+    let (lstm, _) = acceval::zoo::parse_name("lstm-load-forecast").unwrap();
+    let cases = [
+        (
+            acceval::zoo::build_graph(&lstm, acceval::model::onnx::DataType::FLOAT),
+            "series",
+            vec![1usize, 96, 8],
+            "forecast",
+        ),
+        (
+            acceval::train::detect::graph_at(64),
+            "images",
+            vec![1, 3, 64, 64],
+            "output0",
+        ),
+        (
+            acceval::train::classify::graph_at(64),
+            "input",
+            vec![1, 3, 64, 64],
+            "logits",
+        ),
+    ];
+    for (m, input, shape, output) in cases {
+        let n: usize = shape.iter().product();
+        let x: Vec<f32> = (0..n)
+            .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
+            .collect();
+        let w = write_bytes("m.onnx", &m.encode_to_vec());
+        let opts = acceval::backend::LoadOptions {
+            input_shapes: vec![(input.to_string(), shape.clone())],
+            ..Default::default()
+        };
+        let mut s = acceval::backend::load(&w.path, &"cpu".parse().unwrap(), &opts).unwrap();
+        let arr = ndarray::ArrayD::from_shape_vec(shape.clone(), x.clone()).unwrap();
+        let want = s
+            .run(&[HostTensor {
+                name: input.into(),
+                data: TensorData::F32(arr),
+            }])
+            .unwrap();
+        let want = want[0].data.to_f64();
+        let g = Graph::new(&m, &Device::Cpu, DType::F32, None).unwrap();
+        let t = Tensor::from_vec(x, shape.clone(), &Device::Cpu).unwrap();
+        let got: Vec<f32> = g.forward(&[(input, t)], &[output]).unwrap()[0]
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        assert_eq!(got.len(), want.len(), "{output}");
+        let scale = want.iter().fold(0f64, |a, v| a.max(v.abs())).max(1e-6);
+        let err = got
+            .iter()
+            .zip(&want)
+            .fold(0f64, |a, (g, w)| a.max((*g as f64 - w).abs()));
+        assert!(
+            err / scale < 1e-4,
+            "{output}: max error {err} at scale {scale}"
+        );
+    }
+}
+
+#[test]
+fn lstm_workload_reports_consistent_figures_and_beats_nothing_yet() {
+    let (code, v, err, wall) = run_train(&[
+        "--workload",
+        "lstm-load-forecast",
+        "--epochs",
+        "2",
+        "--samples",
+        "256",
+        "--eval-samples",
+        "24",
+        "--sample-ms",
+        "250",
+        "--target",
+        "loss<=100",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["mode"], "builtin");
+    assert_eq!(v["complete"], true);
+    check_consistent(&v, wall, 0.25);
+    assert_eq!(v["epochs"][0]["samples"], 256);
+    // The loss target is met after the first epoch: time and epochs to target.
+    assert_eq!(v["epochs_to_target"], 1.0);
+    assert!(num(&v["time_to_target_s"]) > 0.0);
+    assert_eq!(v["epochs"].as_array().unwrap().len(), 1);
+    let h = &v["held_out"];
+    assert_eq!(h["metric"], "mae_mw");
+    assert!(num(&h["baseline_value"]) > 0.0 && num(&h["value"]) > 0.0);
+    assert_eq!(v["data"].as_array().unwrap().len(), 2);
+    let p: Vec<&str> = v["precisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["status"].as_str().unwrap())
+        .collect();
+    assert!(
+        p.iter()
+            .all(|s| s.starts_with("available: ") || s.starts_with("n/a: "))
+    );
+    assert!(p[1].starts_with("available: "), "fp32: {}", p[1]);
+}
+
+#[test]
+fn image_workloads_train_at_tiny_sizes() {
+    let (code, v, err, wall) = run_train(&[
+        "--workload",
+        "mobilenetv2-meter",
+        "--epochs",
+        "1",
+        "--samples",
+        "16",
+        "--eval-samples",
+        "10",
+        "--image-size",
+        "32",
+        "--batch",
+        "8",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    check_consistent(&v, wall, 1.0);
+    assert_eq!(v["held_out"]["metric"], "accuracy");
+    assert_eq!(v["steps"], 1, "2 steps, 1 warm-up: {v:#}");
+    let (code, v, err, wall) = run_train(&[
+        "--workload",
+        "yolov8n-line",
+        "--epochs",
+        "1",
+        "--samples",
+        "4",
+        "--eval-samples",
+        "1",
+        "--image-size",
+        "64",
+        "--batch",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    check_consistent(&v, wall, 1.0);
+    assert_eq!(v["held_out"]["metric"], "map50");
+    assert!(v["step_ms"]["n"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn bad_flags_say_what_to_do() {
+    let (code, _, err) = acceval(&["train", "--workload", "nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("lstm-load-forecast"), "{err}");
+    let (code, _, err) = acceval(&[
+        "train",
+        "--workload",
+        "lstm-load-forecast",
+        "--device",
+        "cuda",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("not compiled with CUDA") && err.contains("candle-cuda"),
+        "{err}"
+    );
+    let (code, _, err) = acceval(&["train", "--workload", "lstm-load-forecast", "--lr", "NaN"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("NaN"), "{err}");
+    let (code, _, err) = acceval(&["train", "--exec", "--", "/nonexistent/train"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot start"), "{err}");
+}
+
+/// A stand-in lab script: plain Python printing mllog lines (no torch needed).
+const FAKE: &str = r#"
+import json, sys, time
+def log(kind, key, value=None, **meta):
+    meta = {"file": "fake.py", "lineno": 1, **meta}
+    print(":::MLLOG " + json.dumps({"namespace": "", "time_ms": int(time.time() * 1e3), "event_type": kind, "key": key, "value": value, "metadata": meta}), flush=True)
+log("INTERVAL_START", "run_start")
+log("POINT_IN_TIME", "global_batch_size", 32)
+print("some other output")
+for e in (1, 2):
+    log("INTERVAL_START", "epoch_start", epoch_num=e)
+    for s in range(5):
+        t = time.perf_counter()
+        time.sleep(0.05)
+        log("POINT_IN_TIME", "step_time_ms", (time.perf_counter() - t) * 1e3, step_num=s)
+    log("INTERVAL_END", "epoch_stop", epoch_num=e, samples_count=160)
+    log("POINT_IN_TIME", "eval_accuracy", 0.5 * e, epoch_num=e)
+log("INTERVAL_END", "run_stop", status="success")
+"#;
+
+#[test]
+fn exec_reads_a_scripts_mllog_events() {
+    let d = tempfile::tempdir().unwrap();
+    let script = d.path().join("fake.py");
+    std::fs::write(&script, FAKE).unwrap();
+    let (code, v, err, wall) = run_train(&[
+        "--sample-ms",
+        "100",
+        "--target",
+        "eval_accuracy>=0.9",
+        "--exec",
+        "--",
+        "python3",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["mode"], "exec");
+    assert_eq!(v["epochs"].as_array().unwrap().len(), 2);
+    assert_eq!(v["steps"], 10);
+    assert_eq!(v["batch"], 32.0);
+    assert!(num(&v["step_ms"]["min"]) >= 50.0, "{}", v["step_ms"]);
+    assert_eq!(v["epochs_to_target"], 2.0);
+    assert!(err.contains("some other output"), "{err}");
+    check_consistent(&v, wall, 0.1);
+}
+
+#[test]
+fn exec_trains_a_pytorch_script() {
+    let Some(py) = torch_python() else { return };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/train_mllog.py");
+    let (code, v, err, wall) = run_train(&[
+        "--target",
+        "eval_accuracy>=0.9",
+        "--exec",
+        "--",
+        &py,
+        script.to_str().unwrap(),
+        "--epochs",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    check_consistent(&v, wall, 1.0);
+    assert_eq!(v["epochs"].as_array().unwrap().len(), 3);
+    assert_eq!(v["steps"], 3 * 64);
+    assert_eq!(v["exit_code"], 0);
+    let acc = num(&v["epochs"][2]["eval"]["value"]);
+    assert!(acc > 0.9, "the MLP learns the quadrants: {acc}");
+}
+
+/// A Python with torch: `$ACCEVAL_TORCH_PYTHON`. Without one: a visible skip, or a failure
+/// when `ACCEVAL_REQUIRE_TORCH=1` (CI installs torch into its own venv).
+fn torch_python() -> Option<String> {
+    let py = std::env::var("ACCEVAL_TORCH_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = std::process::Command::new(&py)
+        .args(["-c", "import torch"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let msg = format!("SKIPPED: no python with torch (tried '{py}'; set ACCEVAL_TORCH_PYTHON)");
+        if std::env::var("ACCEVAL_REQUIRE_TORCH").as_deref() == Ok("1") {
+            panic!("{msg} but ACCEVAL_REQUIRE_TORCH=1");
+        }
+        eprintln!("{msg}");
+        return None;
+    }
+    Some(py)
+}
