@@ -257,6 +257,21 @@ impl TractBackend {
         {
             return Err(BackendError::NotAvailable { backend, reason });
         }
+        // tract-cuda always opens device 0 of what CUDA sees; `@N` (N > 0) means GPU N only
+        // when main pinned CUDA_VISIBLE_DEVICES to it (util::cuda_pin). A backend built by a
+        // library caller without the pin would silently run on GPU 0.
+        let n = spec.device.unwrap_or(0);
+        if self.kind == Kind::Cuda
+            && n != 0
+            && crate::util::cuda_pin::pinned().map(|p| p.device) != Some(n as usize)
+        {
+            return Err(BackendError::NotAvailable {
+                backend,
+                reason: format!(
+                    "cuda@{n}: tract-cuda opens CUDA device 0 of the process, so GPU {n} is used only when CUDA_VISIBLE_DEVICES is pinned to it before CUDA starts (the acceval binary does this for --backend cuda@{n}; a library caller sets CUDA_VISIBLE_DEVICES itself and uses cuda@0)"
+                ),
+            });
+        }
         if self.kind == Kind::Cpu && spec.device.unwrap_or(0) != 0 {
             return Err(BackendError::NotAvailable {
                 backend,
