@@ -606,7 +606,8 @@ pub struct ServeArgs {
     /// The name clients use in /v2/models/NAME [default: the zoo name or the file stem].
     #[arg(long)]
     pub name: Option<String>,
-    /// Address to bind. Loopback by default: the server has no authentication.
+    /// Address to bind. Loopback by default; beyond it (0.0.0.0, ::, a routable address)
+    /// a warning names the interfaces reached: use --api-key and --tls-cert/--tls-key there.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Port (0 picks a free one; the address is printed on stdout).
@@ -628,9 +629,44 @@ pub struct ServeArgs {
     /// Requests admitted at once (queued or running); more get 503.
     #[arg(long, default_value_t = crate::server::DEFAULT_MAX_INFLIGHT, value_parser = parse::positive_count)]
     pub max_inflight: usize,
-    /// Largest request body, MB (MB = 1e6 bytes); larger ones get 413.
+    /// Largest request body, MB (MB = 1e6 bytes); larger ones get 413 (a declared
+    /// Content-Length at once, before the body is read).
     #[arg(long, default_value_t = crate::server::DEFAULT_MAX_BODY_MB, value_parser = parse::megabytes)]
     pub max_body_mb: f64,
+    /// Memory the requests in flight may hold together, MB (each is charged twice its body:
+    /// the body and its decoded tensors); a request that would pass it gets 503
+    /// [default: 2000 or half the machine's memory, the smaller].
+    #[arg(long, value_parser = parse::megabytes)]
+    pub max_memory_mb: Option<f64>,
+    /// Seconds a request's head (request line and headers) may take to arrive; a slower
+    /// connection is closed.
+    #[arg(long, value_name = "S", default_value_t = crate::server::DEFAULT_HEADER_TIMEOUT_S, value_parser = parse::positive_seconds)]
+    pub header_timeout: f64,
+    /// Seconds a request's whole body may take to arrive; a slower one gets 408.
+    #[arg(long, value_name = "S", default_value_t = crate::server::DEFAULT_BODY_TIMEOUT_S, value_parser = parse::positive_seconds)]
+    pub body_timeout: f64,
+    /// Seconds a keep-alive connection may wait for its next request (or leave its response
+    /// unread) before it is closed.
+    #[arg(long, value_name = "S", default_value_t = crate::server::DEFAULT_IDLE_TIMEOUT_S, value_parser = parse::positive_seconds)]
+    pub idle_timeout: f64,
+    /// Connections open at once; more are closed as they arrive.
+    #[arg(long, default_value_t = crate::server::DEFAULT_MAX_CONNECTIONS, value_parser = parse::positive_count)]
+    pub max_connections: usize,
+    /// Require this bearer token (`Authorization: Bearer KEY`) on every request but the
+    /// health probes; 401 without it. Prefer the environment variable: a flag shows in `ps`.
+    #[arg(
+        long,
+        env = "ACCEVAL_API_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub api_key: Option<String>,
+    /// Serve HTTPS with this PEM certificate chain (needs --tls-key).
+    #[arg(long, requires = "tls_key", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// TLS for the load generators' client (MindIE's CA_CERT, CERT_FILE, KEY_FILE, CRL_FILE).

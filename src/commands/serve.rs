@@ -18,6 +18,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
         batch_timeout_us: args.batch_timeout_us,
         max_inflight: args.max_inflight,
         max_body_mb: args.max_body_mb,
+        header_timeout_s: args.header_timeout,
+        body_timeout_s: args.body_timeout,
+        idle_timeout_s: args.idle_timeout,
+        max_connections: args.max_connections,
+        max_memory_mb: args.max_memory_mb,
+        api_key: args.api_key.clone(),
+        tls: args.tls_cert.clone().zip(args.tls_key.clone()),
     };
     let cfg = server::config(&s)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -33,15 +40,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
                 )
             })?;
         let addr = listener.local_addr()?;
+        let scheme = if cfg.tls.is_some() { "https" } else { "http" };
         {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
             writeln!(
                 out,
-                "acceval serve: listening on http://{addr} (model '{}' on {}; /v2/health/ready turns 200 when loaded)",
+                "acceval serve: listening on {scheme}://{addr} (model '{}' on {}; /v2/health/ready turns 200 when loaded)",
                 cfg.name, cfg.backend
             )?;
             out.flush()?;
+        }
+        if let Some(e) = server::exposure(addr, cfg.api_key.is_some(), cfg.tls.is_some()) {
+            eprintln!("acceval serve: warning: {e}");
         }
         server::run_server(cfg, listener, shutdown_signal(), None, true).await
     })?;

@@ -1,7 +1,8 @@
 //! The LLM serving APIs `acceval llm` speaks: request bodies, and what one streamed event or
 //! one whole response says (text, usage, error, end).
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 pub use crate::report::schema::llm::Api;
 
@@ -33,50 +34,63 @@ impl Api {
     }
 
     /// The request body. `sampling` (from `--sampling-params`) is merged in last, where each
-    /// API takes its sampling parameters.
-    pub fn body(
+    /// API takes its sampling parameters; a key it names replaces acceval's own.
+    pub fn body<'a>(
         self,
-        model: &str,
-        prompt: &str,
+        model: &'a str,
+        prompt: &'a str,
         max_tokens: u64,
         stream: bool,
-        sampling: &Map<String, Value>,
-    ) -> Value {
-        let mut v = match self {
-            Api::Openai | Api::Vllm => {
-                json!({"model": model, "prompt": prompt, "max_tokens": max_tokens, "stream": stream})
-            }
-            Api::OpenaiChat => json!({
-                "model": model,
-                "messages": [{"role": "user", "content": prompt}],
-                "max_tokens": max_tokens,
-                "stream": stream,
+        sampling: &'a Map<String, Value>,
+    ) -> GenerateBody<'a> {
+        let own = |key: &str| !sampling.contains_key(key);
+        fn keep<T>(sampling: &Map<String, Value>, key: &str, v: T) -> Option<T> {
+            (!sampling.contains_key(key)).then_some(v)
+        }
+        let stream_options =
+            (stream && self != Api::Tgi && self != Api::Triton).then_some(StreamOptions {
+                include_usage: true,
+            });
+        match self {
+            Api::Openai | Api::Vllm => GenerateBody::Completions(Completions {
+                model: keep(sampling, "model", model),
+                prompt: keep(sampling, "prompt", prompt),
+                max_tokens: keep(sampling, "max_tokens", max_tokens),
+                stream: keep(sampling, "stream", stream),
+                stream_options: stream_options.filter(|_| own("stream_options")),
+                ignore_eos: (self == Api::Vllm && own("ignore_eos")).then_some(true),
+                sampling,
             }),
-            Api::Tgi => json!({
-                "inputs": prompt,
-                "parameters": {"max_new_tokens": max_tokens, "details": true},
+            Api::OpenaiChat => GenerateBody::Chat(Chat {
+                model: keep(sampling, "model", model),
+                messages: keep(
+                    sampling,
+                    "messages",
+                    [Message {
+                        role: "user",
+                        content: prompt,
+                    }],
+                ),
+                max_tokens: keep(sampling, "max_tokens", max_tokens),
+                stream: keep(sampling, "stream", stream),
+                stream_options: stream_options.filter(|_| own("stream_options")),
+                sampling,
             }),
-            Api::Triton => {
-                json!({"text_input": prompt, "max_tokens": max_tokens, "stream": stream})
-            }
-        };
-        if stream && matches!(self, Api::Openai | Api::OpenaiChat | Api::Vllm) {
-            v["stream_options"] = json!({"include_usage": true});
+            Api::Tgi => GenerateBody::Tgi(Tgi {
+                inputs: prompt,
+                parameters: TgiParameters {
+                    max_new_tokens: keep(sampling, "max_new_tokens", max_tokens),
+                    details: keep(sampling, "details", true),
+                    sampling,
+                },
+            }),
+            Api::Triton => GenerateBody::Triton(TritonGenerate {
+                text_input: keep(sampling, "text_input", prompt),
+                max_tokens: keep(sampling, "max_tokens", max_tokens),
+                stream: keep(sampling, "stream", stream),
+                sampling,
+            }),
         }
-        if self == Api::Vllm {
-            v["ignore_eos"] = json!(true);
-        }
-        let target = if self == Api::Tgi {
-            v["parameters"].as_object_mut()
-        } else {
-            v.as_object_mut()
-        };
-        if let Some(t) = target {
-            for (k, x) in sampling {
-                t.insert(k.clone(), x.clone());
-            }
-        }
-        v
     }
 
     /// What one event (streaming) or one response (not streaming) carries.
@@ -158,6 +172,95 @@ impl Api {
     }
 }
 
+/// A request body of one of the APIs (serialise it with serde_json). Each of acceval's own
+/// fields is left out when `--sampling-params` gives the same key, so the user's value wins.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum GenerateBody<'a> {
+    Completions(Completions<'a>),
+    Chat(Chat<'a>),
+    Tgi(Tgi<'a>),
+    Triton(TritonGenerate<'a>),
+}
+
+/// OpenAI `/v1/completions` (and vLLM's, with `ignore_eos`).
+#[derive(Debug, Serialize)]
+pub struct Completions<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignore_eos: Option<bool>,
+    #[serde(flatten)]
+    pub sampling: &'a Map<String, Value>,
+}
+
+/// OpenAI `/v1/chat/completions`: the prompt as one user message.
+#[derive(Debug, Serialize)]
+pub struct Chat<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<[Message<'a>; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+    #[serde(flatten)]
+    pub sampling: &'a Map<String, Value>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Message<'a> {
+    pub role: &'a str,
+    pub content: &'a str,
+}
+
+/// `stream_options.include_usage`: ask for the usage chunk at the end of a stream.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct StreamOptions {
+    pub include_usage: bool,
+}
+
+/// TGI `/generate` and `/generate_stream`: sampling parameters go under `parameters`.
+#[derive(Debug, Serialize)]
+pub struct Tgi<'a> {
+    pub inputs: &'a str,
+    pub parameters: TgiParameters<'a>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TgiParameters<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_new_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<bool>,
+    #[serde(flatten)]
+    pub sampling: &'a Map<String, Value>,
+}
+
+/// Triton's `/v2/models/NAME/generate` and `generate_stream`.
+#[derive(Debug, Serialize)]
+pub struct TritonGenerate<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_input: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    #[serde(flatten)]
+    pub sampling: &'a Map<String, Value>,
+}
+
 /// One event's (or one response's) content.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Piece {
@@ -177,6 +280,7 @@ pub struct Piece {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn reads_each_api() {
@@ -213,13 +317,98 @@ mod tests {
     fn bodies_carry_sampling_params() {
         let mut s = Map::new();
         s.insert("temperature".into(), json!(0.0));
-        let b = Api::Tgi.body("m", "p", 8, true, &s);
+        let v = |b: GenerateBody| serde_json::to_value(b).unwrap();
+        let b = v(Api::Tgi.body("m", "p", 8, true, &s));
         assert_eq!(b["parameters"]["temperature"], 0.0);
         assert_eq!(b["parameters"]["max_new_tokens"], 8);
-        let b = Api::Vllm.body("m", "p", 8, true, &s);
+        let b = v(Api::Vllm.body("m", "p", 8, true, &s));
         assert_eq!(b["ignore_eos"], true);
         assert_eq!(b["stream_options"]["include_usage"], true);
         assert_eq!(b["temperature"], 0.0);
         assert_eq!(Api::Triton.path("m", true), "/v2/models/m/generate_stream");
+    }
+
+    /// The typed bodies are the JSON objects acceval sent when it built them with `json!`
+    /// (the same keys and values; only the key order may differ).
+    #[test]
+    fn bodies_equal_the_json_objects_sent_before() {
+        let mut s = Map::new();
+        s.insert("temperature".into(), json!(0.5));
+        s.insert("top_p".into(), json!(0.9));
+        let empty = Map::new();
+        for sampling in [&empty, &s] {
+            for stream in [false, true] {
+                let with = |mut v: Value, inner: bool| {
+                    let t = if inner { &mut v["parameters"] } else { &mut v };
+                    for (k, x) in sampling {
+                        t[k] = x.clone();
+                    }
+                    v
+                };
+                let usage = |mut v: Value| {
+                    if stream {
+                        v["stream_options"] = json!({"include_usage": true});
+                    }
+                    v
+                };
+                let cases = [
+                    (
+                        Api::Openai,
+                        with(
+                            usage(
+                                json!({"model": "m", "prompt": "p", "max_tokens": 8, "stream": stream}),
+                            ),
+                            false,
+                        ),
+                    ),
+                    (
+                        Api::Vllm,
+                        with(
+                            usage(
+                                json!({"model": "m", "prompt": "p", "max_tokens": 8, "stream": stream, "ignore_eos": true}),
+                            ),
+                            false,
+                        ),
+                    ),
+                    (
+                        Api::OpenaiChat,
+                        with(
+                            usage(
+                                json!({"model": "m", "messages": [{"role": "user", "content": "p"}], "max_tokens": 8, "stream": stream}),
+                            ),
+                            false,
+                        ),
+                    ),
+                    (
+                        Api::Tgi,
+                        with(
+                            json!({"inputs": "p", "parameters": {"max_new_tokens": 8, "details": true}}),
+                            true,
+                        ),
+                    ),
+                    (
+                        Api::Triton,
+                        with(
+                            json!({"text_input": "p", "max_tokens": 8, "stream": stream}),
+                            false,
+                        ),
+                    ),
+                ];
+                for (api, want) in cases {
+                    let got =
+                        serde_json::to_value(api.body("m", "p", 8, stream, sampling)).unwrap();
+                    assert_eq!(got, want, "{api:?} stream={stream}");
+                }
+            }
+        }
+        // A sampling key that names one of acceval's own fields replaces it (once).
+        let mut o = Map::new();
+        o.insert("max_tokens".into(), json!(3));
+        let bytes = serde_json::to_string(&Api::Openai.body("m", "p", 8, false, &o)).unwrap();
+        assert_eq!(bytes.matches("max_tokens").count(), 1, "{bytes}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&bytes).unwrap()["max_tokens"],
+            3
+        );
     }
 }

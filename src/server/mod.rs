@@ -1,14 +1,26 @@
 //! `acceval serve`: one model on one backend behind the KServe v2 / Triton HTTP protocol.
 //!
-//! HTTP runs on tokio/axum; the model runs on `--instances` plain threads, each owning its
-//! session (sessions are not `Send`), fed by one queue. With `--max-batch N` a thread joins
-//! up to N queued requests into one run (waiting `--batch-timeout-us` for the batch to fill,
-//! padding a partial batch to N rows) and splits the outputs again. Requests beyond
-//! `--max-inflight` get 503 at once rather than queueing without bound; bodies beyond
-//! `--max-body-mb` get 413. SIGINT/SIGTERM stop accepting, let in-flight requests finish,
-//! then exit.
+//! HTTP runs on tokio/hyper with axum's router; the model runs on `--instances` plain
+//! threads, each owning its session (sessions are not `Send`), fed by one queue. With
+//! `--max-batch N` a thread joins up to N queued requests into one run (waiting
+//! `--batch-timeout-us` for the batch to fill, padding a partial batch to N rows) and splits
+//! the outputs again. SIGINT/SIGTERM stop accepting, let in-flight requests finish, then exit.
+//!
+//! Fit to face a network: connections are capped and timed (`conn.rs`: head, body and idle
+//! timeouts), bodies are limited before they are read and charged to one memory budget
+//! (`body.rs`), decoding is typed and bounded by the body (`protocol::kserve`), and a server
+//! beyond loopback can require an API key (`auth.rs`) and speak TLS (`tls.rs`); `net.rs`
+//! names the interfaces such a server reaches. Requests beyond `--max-inflight` get 503 at
+//! once rather than queueing without bound. The routes and one request's path are in
+//! `http.rs`.
 
+mod auth;
+mod body;
+mod conn;
+mod http;
 mod metrics;
+mod net;
+mod tls;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,20 +30,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path as UrlPath, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use serde_json::{Value, json};
 
 use crate::backend::{self, BackendSpec, LoadOptions};
 use crate::data::inputs::{InputSpec, input_specs, output_specs};
 use crate::model::shape::Dim;
 use crate::model::tensor::{HostTensor, TensorData};
-use crate::protocol::kserve;
+pub use conn::ConnLimits;
 pub use metrics::Metrics;
+pub use net::{Exposure, exposure};
 
 /// What `serve` needs, resolved from the command line (or set by `grade`).
 #[derive(Debug, Clone)]
@@ -47,6 +53,11 @@ pub struct Config {
     pub batch_timeout: Duration,
     pub max_inflight: usize,
     pub max_body_bytes: usize,
+    pub conn: ConnLimits,
+    /// Bytes the requests in flight may hold together (bodies and decoded tensors).
+    pub max_memory_bytes: usize,
+    pub api_key: Option<auth::ApiKey>,
+    pub tls: Option<tls::Tls>,
 }
 
 /// The model as clients see it.
@@ -77,24 +88,9 @@ struct App {
     metrics: Metrics,
     /// The engine, for the server metadata (set when the sessions are loaded).
     engine: Mutex<String>,
-}
-
-#[derive(Debug)]
-struct ApiError(StatusCode, String);
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (
-            self.0,
-            [(header::CONTENT_TYPE, "application/json")],
-            json!({"error": self.1}).to_string(),
-        )
-            .into_response()
-    }
-}
-
-fn bad(msg: impl Into<String>) -> ApiError {
-    ApiError(StatusCode::BAD_REQUEST, msg.into())
+    body_limits: body::BodyLimits,
+    budget: Arc<body::Budget>,
+    api_key: Option<auth::ApiKey>,
 }
 
 /// Default port of `acceval serve` (Triton's HTTP port).
@@ -105,6 +101,27 @@ pub const DEFAULT_BATCH_TIMEOUT_US: u64 = 500;
 pub const DEFAULT_MAX_INFLIGHT: usize = 256;
 /// Default largest request body, MB.
 pub const DEFAULT_MAX_BODY_MB: f64 = 64.0;
+/// Default time for a request's head, s (nginx: 60; a slowloris client holds a connection
+/// this long).
+pub const DEFAULT_HEADER_TIMEOUT_S: f64 = 10.0;
+/// Default time for a request's whole body, s (nginx: 60 between reads).
+pub const DEFAULT_BODY_TIMEOUT_S: f64 = 60.0;
+/// Default time an idle keep-alive connection stays open, s (nginx: 75).
+pub const DEFAULT_IDLE_TIMEOUT_S: f64 = 30.0;
+/// Default connections open at once (nginx: 512 per worker).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Most model instances (threads, each with a session).
+pub const MAX_INSTANCES: usize = 1024;
+/// Largest `--max-batch` (Triton's `max_batch_size` is usually 8 to 256).
+pub const MAX_BATCH: usize = 65_536;
+/// Most requests in flight.
+pub const MAX_INFLIGHT: usize = 1_000_000;
+/// Most open connections (each needs a file descriptor).
+pub const MAX_CONNECTIONS: usize = 1_000_000;
+/// Longest `--batch-timeout-us`, µs.
+pub const MAX_BATCH_TIMEOUT_US: u64 = 10_000_000;
+/// The memory budget's default ceiling, MB; it is also at most half the machine's memory.
+pub const DEFAULT_MAX_MEMORY_MB: f64 = 2000.0;
 
 /// What `serve` is asked for (from the command line, or built by `grade`).
 #[derive(Debug, Clone)]
@@ -120,6 +137,16 @@ pub struct ServeSettings {
     pub batch_timeout_us: u64,
     pub max_inflight: usize,
     pub max_body_mb: f64,
+    pub header_timeout_s: f64,
+    pub body_timeout_s: f64,
+    pub idle_timeout_s: f64,
+    pub max_connections: usize,
+    /// [default: [`DEFAULT_MAX_MEMORY_MB`] or half the machine's memory, the smaller].
+    pub max_memory_mb: Option<f64>,
+    /// The bearer token every request but the health probes must carry.
+    pub api_key: Option<String>,
+    /// PEM certificate chain and private key: serve HTTPS.
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 impl ServeSettings {
@@ -135,15 +162,28 @@ impl ServeSettings {
             batch_timeout_us: DEFAULT_BATCH_TIMEOUT_US,
             max_inflight: DEFAULT_MAX_INFLIGHT,
             max_body_mb: DEFAULT_MAX_BODY_MB,
+            header_timeout_s: DEFAULT_HEADER_TIMEOUT_S,
+            body_timeout_s: DEFAULT_BODY_TIMEOUT_S,
+            idle_timeout_s: DEFAULT_IDLE_TIMEOUT_S,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_memory_mb: None,
+            api_key: None,
+            tls: None,
         }
     }
 }
 
 /// Resolves the settings into a [`Config`].
 pub fn config(args: &ServeSettings) -> anyhow::Result<Config> {
-    if args.instances == 0 || args.max_batch == 0 || args.max_inflight == 0 {
-        bail!("--instances, --max-batch and --max-inflight must be at least 1");
-    }
+    check_counts(args)?;
+    // The limits, the key and the certificate first: their errors need no model.
+    let conn = conn_limits(args)?;
+    let max_memory_bytes = memory_budget(args)?;
+    let api_key = api_key(args.api_key.as_deref())?;
+    let tls = match &args.tls {
+        Some((cert, key)) => Some(tls::acceptor(cert, key)?),
+        None => None,
+    };
     let model = crate::zoo::resolve(&args.model)?;
     let specs = input_specs(&model)?;
     let mut shapes = Vec::with_capacity(specs.len());
@@ -216,7 +256,94 @@ pub fn config(args: &ServeSettings) -> anyhow::Result<Config> {
         batch_timeout: Duration::from_micros(args.batch_timeout_us),
         max_inflight: args.max_inflight,
         max_body_bytes: (args.max_body_mb * 1e6) as usize,
+        conn,
+        max_memory_bytes,
+        api_key,
+        tls,
     })
+}
+
+fn duration(v: f64, flag: &str) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero() && v <= 7.0 * 86400.0)
+        .with_context(|| format!("{flag} {v}: seconds in (0, 604800]"))
+}
+
+/// The counts, each within its range: a count sizes threads, queues and buffers, so an
+/// absurd one must be an error here rather than an allocation failure later.
+fn check_counts(args: &ServeSettings) -> anyhow::Result<()> {
+    let counts = [
+        ("--instances", args.instances, MAX_INSTANCES),
+        ("--max-batch", args.max_batch, MAX_BATCH),
+        ("--max-inflight", args.max_inflight, MAX_INFLIGHT),
+        ("--max-connections", args.max_connections, MAX_CONNECTIONS),
+    ];
+    for (flag, v, max) in counts {
+        if !(1..=max).contains(&v) {
+            bail!("{flag} {v}: give a count from 1 to {max}");
+        }
+    }
+    if args.batch_timeout_us > MAX_BATCH_TIMEOUT_US {
+        bail!(
+            "--batch-timeout-us {}: at most {MAX_BATCH_TIMEOUT_US} µs (10 s)",
+            args.batch_timeout_us
+        );
+    }
+    Ok(())
+}
+
+fn conn_limits(args: &ServeSettings) -> anyhow::Result<ConnLimits> {
+    Ok(ConnLimits {
+        header_timeout: duration(args.header_timeout_s, "--header-timeout")?,
+        body_timeout: duration(args.body_timeout_s, "--body-timeout")?,
+        idle_timeout: duration(args.idle_timeout_s, "--idle-timeout")?,
+        max_connections: args.max_connections,
+    })
+}
+
+/// The memory budget, bytes; it must hold at least one request of the largest body.
+fn memory_budget(args: &ServeSettings) -> anyhow::Result<usize> {
+    if !(args.max_body_mb.is_finite() && args.max_body_mb > 0.0) {
+        bail!("--max-body-mb {}: MB above 0", args.max_body_mb);
+    }
+    let mb = match args.max_memory_mb {
+        Some(mb) if mb.is_finite() && mb > 0.0 => mb,
+        Some(mb) => bail!("--max-memory-mb {mb}: MB above 0"),
+        None => {
+            use sysinfo::{MemoryRefreshKind, RefreshKind, System};
+            let sys = System::new_with_specifics(
+                RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram()),
+            );
+            let half_mb = sys.map_or(0.0, |s| s.total_memory() as f64 / 2e6);
+            if half_mb > 0.0 {
+                DEFAULT_MAX_MEMORY_MB.min(half_mb)
+            } else {
+                DEFAULT_MAX_MEMORY_MB
+            }
+        }
+    };
+    let need = body::charge((args.max_body_mb * 1e6) as usize) as f64 / 1e6;
+    if mb < need {
+        bail!(
+            "--max-memory-mb {mb}: one request of --max-body-mb {} needs {need} MB (its body and its decoded tensors); raise --max-memory-mb or lower --max-body-mb",
+            args.max_body_mb
+        );
+    }
+    Ok((mb * 1e6) as usize)
+}
+
+fn api_key(key: Option<&str>) -> anyhow::Result<Option<auth::ApiKey>> {
+    match key {
+        None => Ok(None),
+        Some(k) if k.trim().is_empty() => {
+            bail!("--api-key is empty; give the token clients must send")
+        }
+        Some(k) if k.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+            bail!("--api-key holds whitespace or control characters; a bearer token cannot")
+        }
+        Some(k) => Ok(Some(auth::ApiKey::new(k))),
+    }
 }
 
 /// A server started by [`start`].
@@ -316,28 +443,15 @@ pub async fn run_server(
         max_inflight: cfg.max_inflight,
         metrics: Metrics::new(&cfg.name),
         engine: Mutex::new(String::new()),
+        body_limits: body::BodyLimits {
+            max_bytes: cfg.max_body_bytes,
+            timeout: cfg.conn.body_timeout,
+        },
+        budget: body::Budget::new(cfg.max_memory_bytes),
+        api_key: cfg.api_key.clone(),
     });
     let workers = spawn_workers(&cfg, rx, Arc::clone(&app));
-    let router = Router::new()
-        .route("/v2", get(server_metadata))
-        .route("/v2/health/live", get(|| async { StatusCode::OK }))
-        .route("/v2/health/ready", get(server_ready))
-        .route("/v2/models/{model}", get(model_metadata))
-        .route(
-            "/v2/models/{model}/versions/{version}",
-            get(model_metadata_v),
-        )
-        .route("/v2/models/{model}/ready", get(model_ready))
-        .route(
-            "/v2/models/{model}/versions/{version}/ready",
-            get(model_ready_v),
-        )
-        .route("/v2/models/{model}/infer", post(infer))
-        .route("/v2/models/{model}/versions/{version}/infer", post(infer_v))
-        .route("/metrics", get(metrics_text))
-        .fallback(|| async { ApiError(StatusCode::NOT_FOUND, "no such endpoint; see /v2".into()) })
-        .layer(DefaultBodyLimit::max(cfg.max_body_bytes))
-        .with_state(Arc::clone(&app));
+    let router = http::router(Arc::clone(&app));
 
     // Load the sessions while already answering health checks (ready = false until then).
     let loader = {
@@ -393,10 +507,14 @@ pub async fn run_server(
             Some(e) = failed_rx.recv() => { *fail_slot.lock().unwrap() = Some(e); }
         }
     };
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("the HTTP server failed")?;
+    conn::serve(
+        listener,
+        router,
+        cfg.conn.clone(),
+        cfg.tls.clone().map(|t| t.0),
+        shutdown,
+    )
+    .await;
     // Closing the queue ends the instance threads once they finish what they hold.
     app.jobs.lock().unwrap().take();
     for t in workers.threads {
@@ -450,7 +568,7 @@ fn worker(
     let _ = ready.send(Ok(format!("{} ({})", info.engine, info.device)));
     let mut carry: Option<Job> = None;
     loop {
-        let mut batch: Vec<Job> = Vec::with_capacity(cfg.max_batch);
+        let mut batch: Vec<Job> = Vec::with_capacity(cfg.max_batch.min(256));
         {
             let q = rx.lock().unwrap();
             let first = match carry.take() {
@@ -555,373 +673,4 @@ fn run_batch(
             v
         })
         .collect())
-}
-
-async fn server_metadata(State(app): State<Arc<App>>) -> Response {
-    axum::Json(json!({
-        "name": "acceval",
-        "version": env!("CARGO_PKG_VERSION"),
-        "extensions": ["binary_tensor_data"],
-        "engine": *app.engine.lock().unwrap(),
-    }))
-    .into_response()
-}
-
-async fn server_ready(State(app): State<Arc<App>>) -> StatusCode {
-    if app.ready.load(Ordering::SeqCst) {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    }
-}
-
-fn check_model(app: &App, model: &str, version: Option<&str>) -> Result<(), ApiError> {
-    if model != app.served.name {
-        return Err(ApiError(
-            StatusCode::NOT_FOUND,
-            format!(
-                "model '{model}' is not served here; this server serves '{}'",
-                app.served.name
-            ),
-        ));
-    }
-    if let Some(v) = version
-        && v != "1"
-    {
-        return Err(ApiError(
-            StatusCode::NOT_FOUND,
-            format!("model '{model}' has no version '{v}'; it has version 1"),
-        ));
-    }
-    Ok(())
-}
-
-fn tensor_meta(s: &InputSpec, batched: bool) -> Value {
-    let shape: Vec<i64> = s
-        .dims
-        .iter()
-        .enumerate()
-        .map(|(k, d)| {
-            if batched && k == 0 {
-                -1
-            } else {
-                d.known().unwrap_or(-1)
-            }
-        })
-        .collect();
-    json!({"name": s.name, "datatype": kserve::datatype_name(s.dtype), "shape": shape})
-}
-
-fn metadata(app: &App, model: &str, version: Option<&str>) -> Result<Response, ApiError> {
-    check_model(app, model, version)?;
-    let batched = app.served.max_batch > 1;
-    Ok(axum::Json(json!({
-        "name": app.served.name,
-        "versions": ["1"],
-        "platform": "onnx_onnxv1",
-        "inputs": app.served.inputs.iter().map(|s| tensor_meta(s, batched)).collect::<Vec<_>>(),
-        "outputs": app.served.outputs.iter().map(|s| tensor_meta(s, batched)).collect::<Vec<_>>(),
-    }))
-    .into_response())
-}
-
-async fn model_metadata(
-    State(app): State<Arc<App>>,
-    UrlPath(m): UrlPath<String>,
-) -> Result<Response, ApiError> {
-    metadata(&app, &m, None)
-}
-
-async fn model_metadata_v(
-    State(app): State<Arc<App>>,
-    UrlPath((m, v)): UrlPath<(String, String)>,
-) -> Result<Response, ApiError> {
-    metadata(&app, &m, Some(&v))
-}
-
-fn ready_of(app: &App, m: &str, v: Option<&str>) -> Result<StatusCode, ApiError> {
-    check_model(app, m, v)?;
-    if app.ready.load(Ordering::SeqCst) {
-        Ok(StatusCode::OK)
-    } else {
-        Err(ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the model is still loading".into(),
-        ))
-    }
-}
-
-async fn model_ready(
-    State(app): State<Arc<App>>,
-    UrlPath(m): UrlPath<String>,
-) -> Result<StatusCode, ApiError> {
-    ready_of(&app, &m, None)
-}
-
-async fn model_ready_v(
-    State(app): State<Arc<App>>,
-    UrlPath((m, v)): UrlPath<(String, String)>,
-) -> Result<StatusCode, ApiError> {
-    ready_of(&app, &m, Some(&v))
-}
-
-async fn metrics_text(State(app): State<Arc<App>>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.metrics.render(app.inflight.load(Ordering::Relaxed)),
-    )
-        .into_response()
-}
-
-async fn infer(
-    State(app): State<Arc<App>>,
-    UrlPath(m): UrlPath<String>,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    infer_any(app, m, None, headers, body).await
-}
-
-async fn infer_v(
-    State(app): State<Arc<App>>,
-    UrlPath((m, v)): UrlPath<(String, String)>,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    infer_any(app, m, Some(v), headers, body).await
-}
-
-/// Counts the in-flight request for as long as it lives.
-struct Admitted<'a>(&'a AtomicUsize);
-
-impl Drop for Admitted<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-async fn infer_any(
-    app: Arc<App>,
-    model: String,
-    version: Option<String>,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    let t0 = Instant::now();
-    let r = infer_inner(&app, &model, version.as_deref(), &headers, body).await;
-    let resp = match r {
-        Ok(r) => r,
-        Err(e) => e.into_response(),
-    };
-    app.metrics.request(resp.status().as_u16(), t0.elapsed());
-    resp
-}
-
-async fn infer_inner(
-    app: &App,
-    model: &str,
-    version: Option<&str>,
-    headers: &HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<Response, ApiError> {
-    check_model(app, model, version)?;
-    let body = body.map_err(|e| {
-        ApiError(
-            e.status(),
-            format!("cannot read the request body: {}", e.body_text()),
-        )
-    })?;
-    if !app.ready.load(Ordering::SeqCst) {
-        return Err(ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the model is still loading".into(),
-        ));
-    }
-    let n = app.inflight.fetch_add(1, Ordering::SeqCst);
-    let _admitted = Admitted(&app.inflight);
-    if n >= app.max_inflight {
-        return Err(ApiError(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "server busy: {} requests in flight (--max-inflight {})",
-                n, app.max_inflight
-            ),
-        ));
-    }
-    let header_len = headers
-        .get(kserve::HEADER_LENGTH)
-        .map(|v| {
-            v.to_str()
-                .map_err(|_| bad("Inference-Header-Content-Length is not text"))
-        })
-        .transpose()?;
-    let req = kserve::decode_request(&body, header_len).map_err(bad)?;
-    let (inputs, rows) = match_inputs(&app.served, req.inputs)?;
-    let wanted: Vec<(usize, bool)> = match &req.outputs {
-        None => (0..app.served.outputs.len())
-            .map(|k| (k, req.binary_output))
-            .collect(),
-        Some(list) => list
-            .iter()
-            .map(|(name, bin)| {
-                let k = app
-                    .served
-                    .outputs
-                    .iter()
-                    .position(|o| &o.name == name)
-                    .ok_or_else(|| {
-                        bad(format!(
-                            "unknown output '{name}'; the model's outputs are {}",
-                            app.served
-                                .outputs
-                                .iter()
-                                .map(|o| o.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ))
-                    })?;
-                Ok((k, bin.unwrap_or(req.binary_output)))
-            })
-            .collect::<Result<_, ApiError>>()?,
-    };
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let job = Job {
-        inputs,
-        rows,
-        enqueued: Instant::now(),
-        reply: tx,
-    };
-    {
-        let q = app.jobs.lock().unwrap();
-        let Some(q) = q.as_ref() else {
-            return Err(ApiError(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the server is shutting down".into(),
-            ));
-        };
-        q.send(job).map_err(|_| {
-            ApiError(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the model instances have stopped".into(),
-            )
-        })?;
-    }
-    let outputs = rx
-        .await
-        .map_err(|_| {
-            ApiError(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the model instance dropped the request".into(),
-            )
-        })?
-        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e))?;
-    let chosen: Vec<(&HostTensor, bool)> = wanted
-        .iter()
-        .filter_map(|&(k, bin)| {
-            let name = &app.served.outputs[k].name;
-            outputs.iter().find(|o| &o.name == name).map(|o| (o, bin))
-        })
-        .collect();
-    let body = kserve::encode_response(&app.served.name, req.id.as_ref(), &chosen);
-    let mut resp = Response::new(axum::body::Body::from(body.bytes));
-    let h = resp.headers_mut();
-    match body.header_len {
-        Some(n) => {
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/octet-stream"),
-            );
-            h.insert(kserve::HEADER_LENGTH, HeaderValue::from(n));
-        }
-        None => {
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-        }
-    }
-    Ok(resp)
-}
-
-/// Puts the request's inputs in the model's order, checking names, types and shapes.
-fn match_inputs(
-    served: &Served,
-    given: Vec<kserve::RequestInput>,
-) -> Result<(Vec<HostTensor>, usize), ApiError> {
-    let names = || {
-        served
-            .inputs
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    for g in &given {
-        if !served.inputs.iter().any(|s| s.name == g.name) {
-            return Err(bad(format!(
-                "unknown input '{}'; the model's inputs are {}",
-                g.name,
-                names()
-            )));
-        }
-    }
-    let mut given: Vec<Option<kserve::RequestInput>> = given.into_iter().map(Some).collect();
-    let mut out = Vec::with_capacity(served.inputs.len());
-    let mut rows = None;
-    for (spec, shape) in served.inputs.iter().zip(&served.shapes) {
-        let g = given
-            .iter_mut()
-            .find(|g| g.as_ref().is_some_and(|g| g.name == spec.name))
-            .and_then(|g| g.take())
-            .ok_or_else(|| {
-                bad(format!(
-                    "input '{}' is missing; the model's inputs are {}",
-                    spec.name,
-                    names()
-                ))
-            })?;
-        let want = kserve::datatype_name(spec.dtype);
-        if g.datatype != want {
-            return Err(bad(format!(
-                "input '{}': the model expects {want}, the request has {}",
-                spec.name, g.datatype
-            )));
-        }
-        let ok = if served.max_batch > 1 {
-            g.shape.len() == shape.len()
-                && g.shape[1..] == shape[1..]
-                && (1..=served.max_batch).contains(&g.shape[0])
-        } else {
-            &g.shape == shape
-        };
-        if !ok {
-            let expect = if served.max_batch > 1 {
-                format!(
-                    "[1..={}{}]",
-                    served.max_batch,
-                    shape[1..]
-                        .iter()
-                        .map(|d| format!(", {d}"))
-                        .collect::<String>()
-                )
-            } else {
-                format!("{shape:?}")
-            };
-            return Err(bad(format!(
-                "input '{}': unexpected shape {:?}, the model expects {expect}",
-                spec.name, g.shape
-            )));
-        }
-        let r = g.shape.first().copied().unwrap_or(1);
-        if *rows.get_or_insert(r) != r {
-            return Err(bad(
-                "the inputs disagree on the batch size (their first dimension)",
-            ));
-        }
-        out.push(HostTensor {
-            name: spec.name.clone(),
-            data: g.data,
-        });
-    }
-    Ok((out, rows.unwrap_or(1)))
 }

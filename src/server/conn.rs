@@ -1,0 +1,327 @@
+//! Connections of `acceval serve`: the accept loop with its cap on open connections, TLS,
+//! and the three timeouts a server facing a network needs (the nginx/Triton kind): the
+//! request head must arrive within `header`, the body within `body` (enforced where the body
+//! is read, in `body.rs`), and a keep-alive connection with no request is closed after
+//! `idle`; a response the client does not read for `idle` is dropped too. Over the cap a new
+//! connection is closed at once. Graceful shutdown stops accepting, lets every request in
+//! progress finish, and closes idle connections.
+//!
+//! The head and idle deadlines live in [`Watched`], a wrapper of the socket that fails a read
+//! once its deadline has passed; the connection's service moves the phase along (a request
+//! is being answered: no read deadline; its response body dropped: idle; first byte of the
+//! next request: head). hyper's own header timeout also runs while a connection is idle, so
+//! it could not give the two their own lengths.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use bytes::Bytes;
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// How connections are kept in check.
+#[derive(Debug, Clone)]
+pub struct ConnLimits {
+    /// Time for the head of a request (request line and headers), from its first byte (or
+    /// from the connection's start, for the first request).
+    pub header_timeout: Duration,
+    /// Time for the whole body of a request, from the end of its head.
+    pub body_timeout: Duration,
+    /// Time a keep-alive connection may wait for its next request (or a client may leave
+    /// its response unread).
+    pub idle_timeout: Duration,
+    /// Connections open at once; more are closed as they arrive.
+    pub max_connections: usize,
+}
+
+/// Where one connection stands, shared by its socket wrapper and its service.
+struct Phase {
+    state: Mutex<PhaseState>,
+    limits: ConnLimits,
+}
+
+struct PhaseState {
+    /// The read deadline (none while a request is being answered).
+    deadline: Option<Instant>,
+    /// Waiting for the next request with no byte of it yet.
+    idle: bool,
+    /// The task of a read that is waiting, to wake when the deadline changes.
+    waker: Option<Waker>,
+}
+
+impl Phase {
+    fn new(limits: ConnLimits) -> Phase {
+        Phase {
+            state: Mutex::new(PhaseState {
+                deadline: Some(Instant::now() + limits.header_timeout),
+                idle: false,
+                waker: None,
+            }),
+            limits,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PhaseState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A request's head has arrived: its answer is the service's business.
+    fn busy(&self) {
+        let mut s = self.lock();
+        s.deadline = None;
+        s.idle = false;
+    }
+
+    /// The response is written: wait `idle_timeout` for the next request.
+    fn idle(&self) {
+        let mut s = self.lock();
+        s.deadline = Some(Instant::now() + self.limits.idle_timeout);
+        s.idle = true;
+        if let Some(w) = s.waker.take() {
+            w.wake();
+        }
+    }
+
+    /// Bytes arrived: when idle, they start the next request's head.
+    fn bytes_read(&self) {
+        let mut s = self.lock();
+        if s.idle {
+            s.idle = false;
+            s.deadline = Some(Instant::now() + self.limits.header_timeout);
+        }
+    }
+}
+
+/// A socket whose reads fail once the connection's phase deadline has passed, and whose
+/// writes fail when the client reads nothing for `idle_timeout`.
+struct Watched<S> {
+    inner: S,
+    phase: Arc<Phase>,
+    read_sleep: Pin<Box<Sleep>>,
+    write_sleep: Option<Pin<Box<Sleep>>>,
+}
+
+impl<S> Watched<S> {
+    fn new(inner: S, phase: Arc<Phase>) -> Watched<S> {
+        Watched {
+            inner,
+            phase,
+            read_sleep: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            write_sleep: None,
+        }
+    }
+
+    /// A write is pending: the error once the client has read nothing for `idle_timeout`.
+    fn write_stalled(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        let idle = self.phase.limits.idle_timeout;
+        let sleep = self
+            .write_sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+        sleep.as_mut().poll(cx).is_ready().then(|| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client read nothing of its response",
+            )
+        })
+    }
+
+    fn written<T>(&mut self, r: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        match r {
+            Poll::Pending => match self.write_stalled(cx) {
+                Some(e) => Poll::Ready(Err(e)),
+                None => Poll::Pending,
+            },
+            done => {
+                self.write_sleep = None;
+                done
+            }
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(r) => {
+                if buf.filled().len() > before {
+                    this.phase.bytes_read();
+                }
+                Poll::Ready(r)
+            }
+            Poll::Pending => {
+                let deadline = {
+                    let mut s = this.phase.lock();
+                    s.waker = Some(cx.waker().clone());
+                    s.deadline
+                };
+                let Some(deadline) = deadline else {
+                    return Poll::Pending;
+                };
+                if this.read_sleep.deadline() != deadline {
+                    this.read_sleep.as_mut().reset(deadline);
+                }
+                match this.read_sleep.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "no request within the header or idle timeout",
+                    ))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.written(r, cx)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_flush(cx);
+        this.written(r, cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+/// A response body that marks the connection idle once it is written (dropped).
+struct Tracked {
+    inner: Body,
+    phase: Arc<Phase>,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.phase.idle();
+    }
+}
+
+/// Serves HTTP/1.1 on one accepted socket until the client leaves, a timeout closes it, or
+/// the graceful shutdown does.
+async fn serve_one<S>(io: S, router: Router, limits: ConnLimits, watcher: Watcher)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let phase = Arc::new(Phase::new(limits));
+    let io = TokioIo::new(Watched::new(io, Arc::clone(&phase)));
+    let svc = TowerToHyperService::new(router);
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        phase.busy();
+        let fut = hyper::service::Service::call(&svc, req);
+        let phase = Arc::clone(&phase);
+        async move {
+            let resp = fut.await?;
+            Ok::<_, Infallible>(resp.map(|inner| Tracked { inner, phase }))
+        }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        // The head deadline is Watched's; hyper's would also cut idle connections.
+        .header_read_timeout(None::<Duration>)
+        .keep_alive(true)
+        .serve_connection(io, service);
+    // A connection that fails (a timeout, a reset, a malformed request) just ends.
+    let _ = watcher.watch(conn).await;
+}
+
+/// Accepts connections on `listener` until `stop` resolves, then waits for the requests in
+/// progress to finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: ConnLimits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    stop: impl Future<Output = ()>,
+) {
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    // Out of file descriptors or the like: wait instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        // Over the cap the connection is closed at once (dropped).
+        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let router = router.clone();
+        let limits = limits.clone();
+        let tls = tls.clone();
+        // Taken before the task starts, so a shutdown signalled during a TLS handshake still
+        // reaches the connection (and waits for it).
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let _permit = permit;
+            match tls {
+                None => serve_one(stream, router, limits, watcher).await,
+                Some(acceptor) => {
+                    let handshake =
+                        tokio::time::timeout(limits.header_timeout, acceptor.accept(stream));
+                    if let Ok(Ok(s)) = handshake.await {
+                        serve_one(s, router, limits, watcher).await;
+                    }
+                }
+            }
+        });
+    }
+    drop(listener);
+    // Idle connections close at once; requests in progress finish first (every wait they
+    // can be in is bounded by the timeouts above).
+    graceful.shutdown().await;
+}
