@@ -80,8 +80,8 @@ fn models(dir: &std::path::Path) -> Vec<Model> {
                         .iter()
                         .map(|d| d.to_string())
                         .collect();
-                    (!dims.is_empty())
-                        .then(|| format!("{}:{}", i["name"].as_str()?, dims.join("x")))
+                    let name = i["name"].as_str()?;
+                    (!dims.is_empty()).then(|| format!("{name}:{}", dims.join("x")))
                 })
                 .collect(),
         })

@@ -62,6 +62,23 @@ pub fn epochs_table(r: &TrainReport) -> Table {
     t
 }
 
+/// A figure in the terminal's epoch table: the value, or "n/a" when the figures above (and
+/// the JSON and CSV) give the reason, so one long reason does not widen every row.
+fn cell(v: &Measured) -> String {
+    match v {
+        Measured::Value(x) => f(*x),
+        Measured::Missing(_) => "n/a (above)".into(),
+    }
+}
+
+/// A count (the batch) without decimals.
+fn whole(v: &Measured) -> String {
+    match v {
+        Measured::Value(x) if x.fract() == 0.0 => format!("{x:.0}"),
+        _ => v.to_string(),
+    }
+}
+
 fn line(o: &mut dyn Write, name: &str, v: &Measured, unit: &str) -> std::io::Result<()> {
     match v {
         Measured::Value(x) => writeln!(o, "  {name:<34} {} {unit}", f(*x)),
@@ -79,7 +96,7 @@ impl Document for TrainReport {
             self.mode_word(),
             self.device,
             self.precision,
-            self.batch
+            whole(&self.batch)
         )?;
         if !self.complete {
             writeln!(
@@ -168,10 +185,10 @@ impl Document for TrainReport {
                 f(e.time_s),
                 e.samples.to_string(),
                 f(e.throughput_samples_per_s),
-                e.utilization.mean.to_string(),
-                e.utilization.max.to_string(),
+                cell(&e.utilization.mean),
+                cell(&e.utilization.max),
                 e.utilization.n.to_string(),
-                e.energy_j.to_string(),
+                cell(&e.energy_j),
                 e.loss.map(|l| format!("{l:.5}")).unwrap_or_default(),
                 e.eval
                     .as_ref()
