@@ -149,6 +149,14 @@ fn run(m: &Model, backend: &str) -> Result<(), String> {
     }
 }
 
+/// The operator of a load error that names a tract limitation ("tract limitation (operator
+/// If): ..."), which the report states with its reason and the way out.
+fn named_limitation(err: &str) -> Option<String> {
+    let rest = err.split("tract limitation (operator ").nth(1)?;
+    let op = rest.split(')').next()?;
+    (!op.is_empty() && rest.contains("use --backend ort:cpu")).then(|| format!("operator {op}"))
+}
+
 /// `accuracy` against the ONNX Runtime reference: the worst output's relative L2 error.
 fn accuracy(m: &Model, backend: &str) -> Result<(f64, String), String> {
     let model = m.dir.join("model.onnx");
@@ -191,6 +199,7 @@ fn every_corpus_model_loads_runs_and_matches_onnx_runtime() {
     let models = models(&dir);
     assert!(models.len() >= 8, "the corpus has {} models", models.len());
     let mut fails = Vec::new();
+    let mut named = Vec::new();
     let mut table = vec![format!(
         "| model | package | inspect | {} |",
         backends
@@ -206,7 +215,18 @@ fn every_corpus_model_loads_runs_and_matches_onnx_runtime() {
         });
         let mut cells = Vec::new();
         for b in backends {
-            if let Err(e) = run(m, b) {
+            let ran = run(m, b);
+            // The Done-when of the issue: a model tract cannot run passes only when the
+            // error names the operator and why (a known tract limitation), on `cpu` alone.
+            if let Err(e) = &ran
+                && *b == "cpu"
+                && let Some(op) = named_limitation(e)
+            {
+                named.push(format!("{} on {b}: {op}", m.name));
+                cells.push(format!("not run: tract limitation ({op}), named"));
+                continue;
+            }
+            if let Err(e) = ran {
                 fails.push(format!("{} on {b}: {e}", m.name));
             }
             match accuracy(m, b) {
@@ -233,6 +253,16 @@ fn every_corpus_model_loads_runs_and_matches_onnx_runtime() {
         ));
     }
     eprintln!("{}", table.join("\n"));
+    if !named.is_empty() {
+        eprintln!("named tract limitations:\n{}", named.join("\n"));
+    }
+    // Most of the corpus must run: a limitation may be named, not be the rule.
+    assert!(
+        named.len() * 2 < models.len(),
+        "{} of {} models hit a named limitation",
+        named.len(),
+        models.len()
+    );
     assert!(
         fails.is_empty(),
         "{} corpus failure(s):\n{}",
