@@ -287,3 +287,39 @@ fn profile_errors_name_the_key_and_line() {
     assert_eq!(code, 2);
     assert!(err.contains("line-inspection-realtime"), "{err}");
 }
+
+/// A device that answers zeros (the mock backend) is NOT COMPLIANT on the shipped
+/// bigdata-forecast profile, for the reasons a reviewer needs: not identified, nothing
+/// placed, and every precision's accuracy and task agreement failing against the trained
+/// model's reference (not INVALID: the reference tells a broken device from a working one).
+#[test]
+fn a_zero_device_is_not_compliant_on_bigdata_forecast() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    let (code, out, err) = grade(
+        "bigdata-forecast",
+        "mock",
+        &dir,
+        &["--runs", "20", "--duration", "1"],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("Verdict: NOT COMPLIANT"), "{out}");
+    let r = report(&dir);
+    assert_eq!(r["verdict"], "NOT COMPLIANT");
+    let clauses = r["clauses"].as_array().unwrap();
+    let verdict = |clause: &str, title: &str| -> Vec<String> {
+        clauses
+            .iter()
+            .filter(|c| c["clause"] == clause && c["title"].as_str().unwrap().starts_with(title))
+            .map(|c| c["verdict"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(verdict("§6.2 c", "Device identification"), ["FAIL"]);
+    assert_eq!(verdict("§6 c, §6.2 b", "Compute units"), ["FAIL"]);
+    assert_eq!(verdict("§6.2 i", "Accuracy"), ["FAIL", "FAIL", "FAIL"]);
+    assert_eq!(
+        verdict("§6.2 i", "Task agreement"),
+        ["FAIL", "FAIL", "FAIL"]
+    );
+    assert_eq!(verdict("§7.2.2", "Model support"), ["FAIL"]);
+}
