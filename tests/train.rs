@@ -222,6 +222,44 @@ fn lstm_workload_reports_consistent_figures_and_beats_nothing_yet() {
     assert!(p[1].starts_with("available: "), "fp32: {}", p[1]);
 }
 
+/// §7.1.6 b: `--peak-power` raises the batch after the training (b, 2b, 4b, ...) and says
+/// why it stopped; with no power sensor here each step's power is n/a with the reason.
+#[test]
+fn peak_power_sweep_doubles_the_batch_and_says_why_it_stopped() {
+    let (code, v, err, _) = run_train(&[
+        "--workload",
+        "lstm-load-forecast",
+        "--epochs",
+        "1",
+        "--samples",
+        "64",
+        "--eval-samples",
+        "8",
+        "--batch",
+        "8",
+        "--peak-power",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let sweep = v["peak_power_sweep"].as_array().unwrap();
+    assert!(!sweep.is_empty(), "{v}");
+    for (i, s) in sweep.iter().enumerate() {
+        assert_eq!(s["batch"].as_u64().unwrap(), 8 << i);
+        assert!(num(&s["samples_per_s"]) > 0.0);
+        let p = &s["max_power_w"];
+        assert!(
+            p.is_number() || p.as_str().unwrap().starts_with("n/a: "),
+            "{p}"
+        );
+    }
+    let stop = v["peak_power_sweep_stop"].as_str().unwrap();
+    assert!(
+        stop.contains("throughput grew less than 5 %")
+            || stop.contains("passed the training set")
+            || stop.contains("16×"),
+        "{stop}"
+    );
+}
+
 #[test]
 fn image_workloads_train_at_tiny_sizes() {
     let (code, v, err, wall) = run_train(&[

@@ -294,6 +294,10 @@ pub struct TrainArgs {
     /// Write the trained model as ONNX (the zoo's graph with the trained weights).
     #[arg(long, value_name = "FILE")]
     pub export_onnx: Option<PathBuf>,
+    /// Peak power (§7.1.6 b): after the training, steps at batch b, 2b, 4b, ... until the
+    /// throughput grows < 5 % (or a step fails, or 16× b), the largest power sample.
+    #[arg(long)]
+    pub peak_power: bool,
     /// Write acceval's own :::MLLOG events here [default: beside --export-json as .mllog,
     /// or train.mllog in --out].
     #[arg(long, value_name = "FILE")]

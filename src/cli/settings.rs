@@ -132,7 +132,7 @@ impl TrainArgs {
             save_weights: self.save_weights.clone(),
             export_onnx: self.export_onnx.clone(),
             mllog,
-            peak_power: false,
+            peak_power: self.peak_power,
             command_line: std::env::args().collect(),
         })
     }

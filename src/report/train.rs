@@ -198,6 +198,18 @@ impl Document for TrainReport {
         }
         right(&mut t, &[0, 1, 2, 3, 4, 5, 6, 7, 8]);
         writeln!(o, "{t}")?;
+        for p in &self.peak_power_sweep {
+            writeln!(
+                o,
+                "  peak-power sweep (§7.1.6 b): batch {} {} samples/s, max power {}",
+                p.batch,
+                f(p.samples_per_s),
+                cell(&p.max_power_w)
+            )?;
+        }
+        if let Some(why) = &self.peak_power_sweep_stop {
+            writeln!(o, "  the sweep stopped: {why}")?;
+        }
         writeln!(o, "Utilization channel: {}", self.utilization_channel)?;
         writeln!(o, "{}", self.standard_note)?;
         Ok(())

@@ -223,3 +223,104 @@ pub fn run_once(
         final_eval,
     })
 }
+
+/// One batch size of the §7.1.6 peak-power sweep.
+pub struct SweepStep {
+    pub batch: usize,
+    pub samples_per_s: f64,
+    pub window: Window,
+}
+
+/// The most the sweep raises the batch over the training batch. On the CPU a failed
+/// allocation aborts the process instead of returning an error, so the sweep cannot run
+/// "up to out of memory" there; it stops at a throughput plateau, at the training set's
+/// size, or at this factor.
+const SWEEP_MAX_FACTOR: usize = 16;
+
+/// Steps timed per batch size of the sweep (after one warm-up step).
+const SWEEP_STEPS: usize = 3;
+
+/// §7.1.6 peak power: training steps on a fresh copy of the graph at the training batch
+/// b, then 2b, 4b, ... until the throughput grows by less than 5 %, a step fails (out of
+/// device memory), the batch passes the training set or `SWEEP_MAX_FACTOR` × b. Each
+/// batch's window (on the run's clock) gives its largest power sample to the caller.
+pub fn peak_sweep(
+    s: &TrainSettings,
+    w: &dyn Workload,
+    dev: &Device,
+    clock: &super::Clock,
+    stop: &AtomicBool,
+) -> anyhow::Result<(Vec<SweepStep>, String)> {
+    let dt = dtype(&s.precision);
+    let graph = Graph::new(&w.model(), dev, dt, None)?;
+    let mut opt = AdamW::new(
+        graph.vars(),
+        ParamsAdamW {
+            lr: s.lr.unwrap_or(w.default_lr()),
+            weight_decay: 0.0,
+            ..Default::default()
+        },
+    )?;
+    let base = s.batch.unwrap_or(w.default_batch());
+    let order: Vec<usize> = (0..w.train_len()).collect();
+    let mut out: Vec<SweepStep> = Vec::new();
+    let mut batch = base;
+    let end = loop {
+        if stop.load(Ordering::Relaxed) {
+            break INTERRUPTED.to_string();
+        }
+        if batch > w.train_len() {
+            break format!(
+                "the batch passed the training set ({} samples)",
+                w.train_len()
+            );
+        }
+        if batch > SWEEP_MAX_FACTOR * base {
+            break format!(
+                "the batch reached {SWEEP_MAX_FACTOR}× the training batch (on the CPU an allocation failure aborts instead of failing, so the sweep does not go to out of memory)"
+            );
+        }
+        let idx = &order[..batch];
+        let step = |opt: &mut AdamW| -> anyhow::Result<()> {
+            let b = w.batch(idx, dev, dt)?;
+            let loss = w.loss(&graph, &b)?;
+            opt.backward_step(&loss)?;
+            dev.synchronize()?;
+            Ok(())
+        };
+        if let Err(e) = step(&mut opt) {
+            break format!("batch {batch} failed ({e}): taken as the memory limit");
+        }
+        let t0 = Instant::now();
+        let mut failed = None;
+        for _ in 0..SWEEP_STEPS {
+            if let Err(e) = step(&mut opt) {
+                failed = Some(e);
+                break;
+            }
+        }
+        if let Some(e) = failed {
+            break format!("batch {batch} failed ({e}): taken as the memory limit");
+        }
+        let t1 = Instant::now();
+        let rate = (SWEEP_STEPS * batch) as f64 / (t1 - t0).as_secs_f64();
+        out.push(SweepStep {
+            batch,
+            samples_per_s: rate,
+            window: Window {
+                start_ms: clock.ms(t0),
+                end_ms: clock.ms(t1),
+            },
+        });
+        if let [.., a, b] = out.as_slice()
+            && b.samples_per_s < a.samples_per_s * 1.05
+        {
+            break format!(
+                "throughput grew less than 5 % from batch {} to {}",
+                a.batch, b.batch
+            );
+        }
+        batch *= 2;
+    };
+    Ok((out, end))
+}

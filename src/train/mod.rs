@@ -29,8 +29,8 @@ use crate::measure::stats::Summary;
 use crate::report::schema::telemetry::State;
 use crate::report::schema::train::TRAIN_SCHEMA_VERSION;
 pub use crate::report::schema::train::{
-    DataRef, Epoch, EvalPoint, Measured, PrecisionSupport, Repeat, RunSummary, StepStats, Target,
-    TrainMode, TrainPower, TrainReport,
+    DataRef, Epoch, EvalPoint, Measured, PeakPowerStep, PrecisionSupport, Repeat, RunSummary,
+    StepStats, Target, TrainMode, TrainPower, TrainReport,
 };
 use crate::util::progress::Progress;
 use timing::Window;
@@ -196,6 +196,14 @@ fn run_builtin(
         let w = workload::workload(name, &s.workload)?;
         let (sampler, sensors, clock) = start_telemetry(&s.telemetry);
         let result = builtin::run_once(s, w.as_ref(), &dev, &clock, progress, stop);
+        // The sweep runs under the same sampler, after the training (not on its clock).
+        let sweep = match &result {
+            Ok(r) if s.peak_power && r.error.is_none() => {
+                progress.note("peak power (§7.1.6): raising the batch");
+                Some(builtin::peak_sweep(s, w.as_ref(), &dev, &clock, stop)?)
+            }
+            _ => None,
+        };
         let recording = sampler.map(|x| x.stop());
         let result = result?;
         let files = save(s, w.as_ref(), &result)?;
@@ -205,13 +213,17 @@ fn run_builtin(
             time_to_target_s: Measured::of(result.epochs.target.map(|t| t.1), "target not reached"),
         });
         let interrupted = result.error.is_some();
-        last = Some((w, result, recording, sensors, files));
+        last = Some((w, result, recording, sensors, files, sweep));
         if interrupted || r + 1 == s.repeat {
             break;
         }
     }
-    let (w, result, recording, sensors, files) = last.expect("at least one run");
+    let (w, result, recording, sensors, files, sweep) = last.expect("at least one run");
     let mut report = builtin_report(s, name, w.as_ref(), &result, recording.as_ref(), sensors);
+    if let Some((steps, end)) = sweep {
+        sweep_figures(&mut report, &steps, recording.as_ref());
+        report.peak_power_sweep_stop = Some(end);
+    }
     report.precisions = precisions;
     // candle's CPU kernels and its matrix products run on RAYON_NUM_THREADS threads
     // (`--threads`), else one per core.
@@ -227,6 +239,31 @@ fn run_builtin(
     // saving) to now, timed by the kernel's clock, not the loop's.
     report.total_s = timing::process_age_s().unwrap_or(report.total_s);
     Ok(report)
+}
+
+/// The sweep's steps in the report, each with its largest power sample; the peak power
+/// (§7.1.6 b) becomes the largest of them when any sensor answered.
+fn sweep_figures(r: &mut TrainReport, steps: &[builtin::SweepStep], rec: Option<&Recording>) {
+    let why = match &r.power_w.average {
+        Measured::Missing(m) => m.0.clone(),
+        Measured::Value(_) => "no power sample inside the step's window".into(),
+    };
+    let mut peak: Option<f64> = None;
+    for st in steps {
+        let t = timing::epoch_telemetry(rec, st.window, None, &r.sensors, st.batch as u64);
+        peak = match (peak, t.peak_power_w) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        r.peak_power_sweep.push(PeakPowerStep {
+            batch: st.batch,
+            samples_per_s: st.samples_per_s,
+            max_power_w: Measured::of(t.peak_power_w, &why),
+        });
+    }
+    if let Some(p) = peak {
+        r.power_w.peak = Measured::Value(p);
+    }
 }
 
 /// Writes the weights, the ONNX and the mllog events the settings ask for.
@@ -458,6 +495,7 @@ pub fn blank_report(s: &TrainSettings, mode: TrainMode, workload: String) -> Tra
         utilization_channel: String::new(),
         sensors: Vec::new(),
         peak_power_sweep: Vec::new(),
+        peak_power_sweep_stop: None,
         held_out: None,
         repeat: None,
         files: Vec::new(),

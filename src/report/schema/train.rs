@@ -281,8 +281,13 @@ pub struct TrainReport {
     /// The utilization channel the epochs are summarised on.
     pub utilization_channel: String,
     pub sensors: Vec<SensorStatus>,
+    /// `--peak-power`: training steps at batch b, 2b, 4b, ... after the training (§7.1.6 b).
     #[serde(default)]
     pub peak_power_sweep: Vec<PeakPowerStep>,
+    /// Why the sweep stopped (a throughput plateau, the training set's size, the cap, a
+    /// failed step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_power_sweep_stop: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_out: Option<HeldOut>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
