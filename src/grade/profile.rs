@@ -565,7 +565,7 @@ mod tests {
     #[test]
     fn shipped_profiles_are_valid() {
         let all = shipped();
-        assert_eq!(all.len(), 4);
+        assert_eq!(all.len(), 5);
         for (f, t) in &all {
             let p = Profile::parse(t, f).unwrap_or_else(|e| panic!("{e}"));
             assert!(f.ends_with(&format!("{}.toml", p.name)));
