@@ -155,7 +155,7 @@ fn bad_task_inputs_are_clear_errors() {
     ]);
     assert_eq!(code, 2);
     assert!(
-        e.contains("corrupt.jpg") && e.contains("corrupt or truncated"),
+        e.contains("corrupt.jpg") && e.contains("truncated or corrupt JPEG"),
         "{e}"
     );
 

@@ -30,12 +30,17 @@ fn manifest(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
 }
 
+/// Writes a manifest as acceval does when it still is one (its typed form: the fields in
+/// their order, pretty JSON and a newline), as a careful forger would; else as given.
 fn write_manifest(dir: &Path, m: &Value) {
-    std::fs::write(
-        dir.join("manifest.json"),
-        serde_json::to_vec_pretty(m).unwrap(),
-    )
-    .unwrap();
+    let typed: Option<acceval::report::schema::grade::Manifest> =
+        serde_json::from_value(m.clone()).ok();
+    let mut b = match typed {
+        Some(t) => serde_json::to_vec_pretty(&t).unwrap(),
+        None => serde_json::to_vec_pretty(m).unwrap(),
+    };
+    b.push(b'\n');
+    std::fs::write(dir.join("manifest.json"), b).unwrap();
 }
 
 /// Recomputes the hash and size of `file` in the manifest, as a forger would.

@@ -96,6 +96,16 @@ pub fn write_all(
     write_file(&dir.join("manifest.json"), &Json.export(&m)?)
 }
 
+/// The SHA-256 of a manifest's provenance: its JSON with `files` emptied and
+/// `provenance_sha256` left out (the fields serialise in declaration order and the
+/// environment's variables are a BTreeMap, so the bytes are the same on every read).
+pub fn provenance_hash(m: &Manifest) -> String {
+    let mut c = m.clone();
+    c.files.clear();
+    c.provenance_sha256 = None;
+    sha256_hex(&serde_json::to_vec(&c).unwrap_or_default())
+}
+
 impl Document for Manifest {
     fn write_text(&self, o: &mut dyn std::io::Write) -> std::io::Result<()> {
         for f in &self.files {
@@ -170,7 +180,7 @@ fn manifest(
                 || k.starts_with("ASCEND_")
         })
         .collect();
-    Manifest {
+    let mut m = Manifest {
         schema: MANIFEST_SCHEMA.into(),
         tool: r.tool.clone(),
         command_line: r.command_line.clone(),
@@ -199,5 +209,8 @@ fn manifest(
                 note: None,
             })
             .collect(),
-    }
+        provenance_sha256: None,
+    };
+    m.provenance_sha256 = Some(provenance_hash(&m));
+    m
 }

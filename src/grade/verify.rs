@@ -15,8 +15,9 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use super::sign::{self, SIGNATURE_FILE, SignatureStatus};
+use crate::report::export::{Exporter, Json};
 use crate::report::schema::Verdict;
-use crate::report::schema::grade::{GradeReport, Manifest, SCHEMA};
+use crate::report::schema::grade::{GradeReport, MANIFEST_SCHEMA_V1, Manifest, SCHEMA};
 use crate::util::fs::sha256_hex;
 
 /// The JSON Schema of `acceval.report/1` reports (committed as it was).
@@ -212,6 +213,27 @@ fn check_report(dir: &Path, m: &Manifest, problems: &mut Vec<String>) -> String 
     id
 }
 
+/// The manifest's own integrity: its provenance against `provenance_sha256`, and its bytes
+/// against what acceval writes for that content (so an edit that still parses, or one
+/// inside `files`, is found too). Manifests of the first version have no hash.
+fn check_provenance(bytes: &[u8], m: &Manifest, problems: &mut Vec<String>) {
+    match &m.provenance_sha256 {
+        Some(h) => {
+            if *h != super::files::provenance_hash(m) {
+                problems.push("manifest.json: its provenance (tool, command line, profile, models, inputs, references, seeds, environment) does not match its provenance_sha256: edited after it was written".into());
+            }
+            if Json.export(m).ok().as_deref() != Some(bytes) {
+                problems.push("manifest.json: not byte for byte what acceval writes for its content: edited after it was written".into());
+            }
+        }
+        None if m.schema != MANIFEST_SCHEMA_V1 => problems.push(format!(
+            "manifest.json ({}) has no provenance_sha256: its provenance cannot be checked",
+            m.schema
+        )),
+        None => {}
+    }
+}
+
 /// Checks a report folder; `pubkey` checks the lab's signature too.
 pub fn verify(dir: &Path, pubkey: Option<&Path>) -> anyhow::Result<Verification> {
     let mpath = dir.join("manifest.json");
@@ -227,6 +249,7 @@ pub fn verify(dir: &Path, pubkey: Option<&Path>) -> anyhow::Result<Verification>
     let manifest: Manifest = serde_json::from_slice(&bytes)
         .with_context(|| format!("'{}' is not an acceval manifest", mpath.display()))?;
     let mut problems = Vec::new();
+    check_provenance(&bytes, &manifest, &mut problems);
     let matched = check_files(dir, &manifest, &mut problems);
     let schema = check_report(dir, &manifest, &mut problems);
     let signature = sign::check(dir, pubkey)?;

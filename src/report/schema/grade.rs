@@ -21,7 +21,9 @@ use crate::standard::Level;
 /// same fields; `verify` still checks its hashes and schema, `report` cannot render it.
 pub const SCHEMA: &str = "acceval.report/2";
 /// The schema of `manifest.json`.
-pub const MANIFEST_SCHEMA: &str = "acceval.manifest/1";
+pub const MANIFEST_SCHEMA: &str = "acceval.manifest/2";
+/// Manifests written before `provenance_sha256` existed (verified without it).
+pub const MANIFEST_SCHEMA_V1: &str = "acceval.manifest/1";
 
 /// The tool that wrote a report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -252,4 +254,10 @@ pub struct Manifest {
     pub seeds: Seeds,
     pub environment: Environment,
     pub files: Vec<FileEntry>,
+    /// SHA-256 of this manifest's JSON with `files` emptied and this field left out: an
+    /// edit of the provenance above (profile, models, inputs, references, seeds,
+    /// environment) is found without a signature. It guards against accidents; a
+    /// deliberate edit that recomputes it is what the signature (`grade --sign`) is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance_sha256: Option<String>,
 }
