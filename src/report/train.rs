@@ -167,6 +167,22 @@ impl Document for TrainReport {
                 h.samples
             )?;
         }
+        self.write_epochs(o)?;
+        writeln!(o, "Utilization channel: {}", self.utilization_channel)?;
+        writeln!(o, "{}", self.standard_note)?;
+        Ok(())
+    }
+    fn tables(&self) -> Vec<Table> {
+        vec![epochs_table(self)]
+    }
+    fn json_name(&self) -> &'static str {
+        "train.json"
+    }
+}
+
+impl TrainReport {
+    /// The epoch table and the peak-power sweep, in the terminal.
+    fn write_epochs(&self, o: &mut dyn Write) -> std::io::Result<()> {
         let mut t = table(&[
             "epoch",
             "time s",
@@ -210,19 +226,9 @@ impl Document for TrainReport {
         if let Some(why) = &self.peak_power_sweep_stop {
             writeln!(o, "  the sweep stopped: {why}")?;
         }
-        writeln!(o, "Utilization channel: {}", self.utilization_channel)?;
-        writeln!(o, "{}", self.standard_note)?;
         Ok(())
     }
-    fn tables(&self) -> Vec<Table> {
-        vec![epochs_table(self)]
-    }
-    fn json_name(&self) -> &'static str {
-        "train.json"
-    }
-}
 
-impl TrainReport {
     fn mode_word(&self) -> &'static str {
         match self.mode {
             crate::report::schema::train::TrainMode::Builtin => "built-in workload",

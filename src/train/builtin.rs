@@ -118,6 +118,25 @@ fn train_epoch(
     Ok(out)
 }
 
+/// The workload's graph from its seeded weights, and AdamW over its variables.
+fn graph_and_optimizer(
+    s: &TrainSettings,
+    w: &dyn Workload,
+    dev: &Device,
+    dt: DType,
+) -> anyhow::Result<(Graph, AdamW)> {
+    let graph = Graph::new(&w.model(), dev, dt, None)?;
+    let opt = AdamW::new(
+        graph.vars(),
+        ParamsAdamW {
+            lr: s.lr.unwrap_or(w.default_lr()),
+            weight_decay: 0.0,
+            ..Default::default()
+        },
+    )?;
+    Ok((graph, opt))
+}
+
 /// One training run.
 pub fn run_once(
     s: &TrainSettings,
@@ -130,15 +149,7 @@ pub fn run_once(
     let dt = dtype(&s.precision);
     let mut log = Log::default();
     log.start("init_start", &[]);
-    let graph = Graph::new(&w.model(), dev, dt, None)?;
-    let mut opt = AdamW::new(
-        graph.vars(),
-        ParamsAdamW {
-            lr: s.lr.unwrap_or(w.default_lr()),
-            weight_decay: 0.0,
-            ..Default::default()
-        },
-    )?;
+    let (graph, mut opt) = graph_and_optimizer(s, w, dev, dt)?;
     let batch = s.batch.unwrap_or(w.default_batch());
     log.event("seed", s.seed.into(), &[]);
     log.event("global_batch_size", batch.into(), &[]);
@@ -252,15 +263,7 @@ pub fn peak_sweep(
     stop: &AtomicBool,
 ) -> anyhow::Result<(Vec<SweepStep>, String)> {
     let dt = dtype(&s.precision);
-    let graph = Graph::new(&w.model(), dev, dt, None)?;
-    let mut opt = AdamW::new(
-        graph.vars(),
-        ParamsAdamW {
-            lr: s.lr.unwrap_or(w.default_lr()),
-            weight_decay: 0.0,
-            ..Default::default()
-        },
-    )?;
+    let (graph, mut opt) = graph_and_optimizer(s, w, dev, dt)?;
     let base = s.batch.unwrap_or(w.default_batch());
     let order: Vec<usize> = (0..w.train_len()).collect();
     let mut out: Vec<SweepStep> = Vec::new();
