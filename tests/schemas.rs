@@ -50,6 +50,10 @@ fn run_devices_bench_and_accuracy_json_validate() {
     assert_eq!(code, 0, "{err}");
     assert_valid("devices.schema.json", &out);
 
+    let (code, out, err) = acceval(&["zoo", "list", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_valid("zoo-list.schema.json", &out);
+
     let (code, out, err) = acceval(&[
         "run",
         "--model",

@@ -284,7 +284,9 @@ fn image_workloads_train_at_tiny_sizes() {
         "--workload",
         "yolov8n-line",
         "--epochs",
-        "1",
+        "3",
+        "--eval-every",
+        "2",
         "--samples",
         "4",
         "--eval-samples",
@@ -298,6 +300,14 @@ fn image_workloads_train_at_tiny_sizes() {
     check_consistent(&v, wall, 1.0);
     assert_eq!(v["held_out"]["metric"], "map50");
     assert!(v["step_ms"]["n"].as_u64().unwrap() >= 1);
+    // --eval-every 2: epoch 2 and the last are evaluated, epoch 1 is not.
+    let evaluated: Vec<bool> = v["epochs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.get("eval").is_some_and(|x| !x.is_null()))
+        .collect();
+    assert_eq!(evaluated, [false, true, true], "{v:#}");
 }
 
 #[test]

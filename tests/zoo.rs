@@ -289,3 +289,86 @@ fn rel_diff(a: &Path, b: &Path) -> f64 {
     }
     worst
 }
+
+/// `zoo list` marks a model whose null output meets its profile's level: the seeded
+/// ResNet-50 and YOLOv8s (whose outputs hardly depend on the input) are marked, the trained
+/// LSTM is not.
+#[test]
+fn zoo_list_marks_models_whose_null_output_passes_their_profile() {
+    let (code, out, err) = acceval(&["zoo", "list", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["models"].as_array().unwrap().len() >= 15, "{out}");
+    let checks = v["null_checks"].as_array().unwrap();
+    let check = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c["model"] == name)
+            .unwrap_or_else(|| panic!("no null check for {name}: {out}"))
+            .clone()
+    };
+    let lstm = check("lstm-load-forecast");
+    assert_eq!(lstm["required"], "C4", "{lstm}");
+    assert_eq!(lstm["trained"], true);
+    assert_eq!(lstm["reference_current"], true, "{lstm}");
+    assert_eq!(lstm["discrimination"]["discriminating"], true, "{lstm}");
+    for seeded in ["resnet50-substation", "yolov8s-line-hires"] {
+        let c = check(seeded);
+        assert_eq!(c["trained"], false, "{c}");
+        assert_eq!(c["discrimination"]["discriminating"], false, "{c}");
+    }
+    let (_, text, _) = acceval(&["zoo", "list"]);
+    let row = |name: &str| {
+        // The null-check table comes after the model table.
+        text.lines()
+            .rev()
+            .find(|l| l.starts_with(&format!("| {name} ")))
+            .unwrap_or_else(|| panic!("no null-check row for {name}:\n{text}"))
+            .to_string()
+    };
+    assert!(
+        row("resnet50-substation").contains("NULL PASSES C3"),
+        "{text}"
+    );
+    assert!(
+        row("lstm-load-forecast").contains("discriminates at C4"),
+        "{text}"
+    );
+}
+
+/// The null check of a reference folder: a copy of the LSTM's reference whose every output
+/// is the first one (outputs that ignore the input) is not discriminating at any level.
+#[test]
+fn a_reference_that_ignores_its_input_is_not_discriminating() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("reference_outputs/lstm-load-forecast");
+    let good =
+        acceval::accuracy::nulls::of_reference(&src, Some(acceval::standard::Level::C4)).unwrap();
+    assert_eq!(good.discriminating, Some(true), "{good:?}");
+    // An ONNX test-data copy (no manifest) with set 0's output everywhere.
+    let dir = tempfile::tempdir().unwrap();
+    let sets: Vec<_> = std::fs::read_dir(&src)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("test_data_set_")
+        })
+        .collect();
+    assert!(sets.len() >= 2);
+    let first = src.join("test_data_set_0/output_0.pb");
+    for s in &sets {
+        let to = dir.path().join(s.file_name());
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::copy(s.path().join("input_0.pb"), to.join("input_0.pb")).unwrap();
+        std::fs::copy(&first, to.join("output_0.pb")).unwrap();
+    }
+    let bad =
+        acceval::accuracy::nulls::of_reference(dir.path(), Some(acceval::standard::Level::C4))
+            .unwrap();
+    assert_eq!(bad.discriminating, Some(false), "{bad:?}");
+    assert_eq!(bad.input_dependence, Some(0.0), "{bad:?}");
+    // A folder that is no reference is an error that names it.
+    let err = acceval::accuracy::nulls::of_reference(&dir.path().join("nope"), None).unwrap_err();
+    assert!(err.to_string().contains("nope"), "{err}");
+}

@@ -129,6 +129,41 @@ fn permuted(r: &Refs) -> Option<Vec<Accumulator>> {
     Some(acc)
 }
 
+/// The null baselines of the reference in `dir` (acceval's reference folder, or an ONNX
+/// test-data folder) at `required`, without a device: what `zoo list` shows for each zoo
+/// model. Errors name the folder and what is wrong with it.
+pub fn of_reference(
+    dir: &std::path::Path,
+    required: Option<Level>,
+) -> Result<Discrimination, crate::accuracy::reference::RefError> {
+    let r = crate::accuracy::reference::Reference::open(dir)?;
+    let (n_in, names) = match &r.manifest {
+        Some(m) => (
+            m.inputs.len(),
+            m.outputs.iter().map(|o| o.name.clone()).collect::<Vec<_>>(),
+        ),
+        // An ONNX test-data folder: count the files of its first set.
+        None => {
+            let count = |prefix: &str| {
+                (0..)
+                    .take_while(|j| r.sets[0].join(format!("{prefix}_{j}.pb")).is_file())
+                    .count()
+            };
+            let n_out = count("output");
+            (
+                count("input"),
+                (0..n_out).map(|j| format!("output_{j}")).collect(),
+            )
+        }
+    };
+    let mut refs = Vec::with_capacity(r.sets.len());
+    for k in 0..r.sets.len() {
+        let set = r.load_set(k, n_in, names.len())?;
+        refs.push(set.outputs.into_iter().map(|t| t.data).collect::<Vec<_>>());
+    }
+    Ok(discrimination(&names, &refs, required))
+}
+
 /// The null baselines of a reference (its outputs, input by input) at `required`.
 pub fn discrimination(
     names: &[String],

@@ -278,6 +278,10 @@ pub struct TrainArgs {
     /// Steps left out of the step statistics (kept in the total).
     #[arg(long, default_value_t = 1, value_parser = parse::count)]
     pub warmup_steps: usize,
+    /// Evaluate on the held-out set after every Nth epoch (and always after the last); the
+    /// epochs between have no evaluation on the clock, and --target is checked when one runs.
+    #[arg(long, default_value_t = 1, value_parser = parse::positive_count)]
+    pub eval_every: usize,
     /// Train on at most this many samples per epoch (a fixed seeded subset).
     #[arg(long, value_parser = parse::positive_count)]
     pub samples: Option<usize>,

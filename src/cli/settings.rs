@@ -122,6 +122,7 @@ impl TrainArgs {
             repeat: self.repeat,
             device: self.device.clone(),
             warmup_steps: self.warmup_steps,
+            eval_every: self.eval_every,
             workload: workload::WorkloadOptions {
                 samples: self.samples,
                 eval_samples: self.eval_samples,

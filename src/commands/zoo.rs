@@ -6,6 +6,8 @@ use anyhow::bail;
 
 use crate::Outcome;
 use crate::cli::{ZooArgs, ZooCommand};
+use crate::report::schema::zoo::{Listing, NullCheck};
+use crate::standard::Level;
 use crate::zoo::{self, Manifest, ManifestModel};
 
 pub fn run(args: ZooArgs) -> anyhow::Result<Outcome> {
@@ -14,13 +16,20 @@ pub fn run(args: ZooArgs) -> anyhow::Result<Outcome> {
     match args.command {
         ZooCommand::List { json } => {
             let m = Manifest::read(&manifest_path)?;
+            let checks = null_checks(&m);
             let mut out = std::io::stdout().lock();
             if json {
-                serde_json::to_writer_pretty(&mut out, &m)?;
+                let listing = Listing {
+                    manifest: m,
+                    null_checks: checks,
+                };
+                serde_json::to_writer_pretty(&mut out, &listing)?;
                 writeln!(out)?;
                 return Ok(Outcome::Ok);
             }
             crate::report::zoo::write_list(&mut out, &m, &dir)?;
+            writeln!(out)?;
+            crate::report::zoo::write_null_checks(&mut out, &checks)?;
             Ok(Outcome::Ok)
         }
         ZooCommand::Build {
@@ -87,4 +96,63 @@ pub fn run(args: ZooArgs) -> anyhow::Result<Outcome> {
             Ok(Outcome::Ok)
         }
     }
+}
+
+/// The shipped profiles grading each model: (model, profile, required level).
+fn profile_levels() -> Vec<(String, String, Level)> {
+    let dir = crate::util::paths::profiles_dir();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|f| crate::grade::profile::Profile::load(f).ok())
+        .map(|p| (p.model.name, p.name, p.accuracy.required))
+        .collect()
+}
+
+/// Each zoo model's null check against its committed reference, at the strictest level its
+/// shipped profiles require.
+fn null_checks(m: &Manifest) -> Vec<NullCheck> {
+    let levels = profile_levels();
+    zoo::entries()
+        .iter()
+        .map(|e| {
+            let mine: Vec<&(String, String, Level)> =
+                levels.iter().filter(|(m, _, _)| m == e.name).collect();
+            let required = mine.iter().map(|(_, _, l)| *l).max();
+            let fp32 = m.find(e.name);
+            let dir = crate::util::paths::references_dir().join(e.name);
+            let current = crate::accuracy::reference::Reference::open(&dir)
+                .ok()
+                .and_then(|r| r.manifest)
+                .zip(fp32)
+                .map(|(r, f)| r.model_sha256 == f.sha256);
+            let (discrimination, unavailable) =
+                match crate::accuracy::nulls::of_reference(&dir, required) {
+                    Ok(d) => (Some(d), None),
+                    Err(err) => (
+                        None,
+                        Some(format!(
+                            "{err} (`acceval reference --model {}` computes it)",
+                            e.name
+                        )),
+                    ),
+                };
+            NullCheck {
+                model: e.name.to_string(),
+                profiles: mine.iter().map(|(_, p, _)| p.clone()).collect(),
+                required,
+                trained: fp32.is_some_and(|f| f.training.is_some()),
+                reference: dir.display().to_string(),
+                reference_current: current,
+                discrimination,
+                unavailable,
+            }
+        })
+        .collect()
 }

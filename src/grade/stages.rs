@@ -89,6 +89,7 @@ pub fn train_settings(
         repeat: 1,
         device: "cpu".into(),
         warmup_steps: 1,
+        eval_every: 1,
         workload: WorkloadOptions {
             samples: t.samples,
             eval_samples: t.eval_samples,

@@ -192,6 +192,16 @@ pub fn run_once(
             // A partial epoch is not an epoch of §7.1.5: keep the steps, not the epoch.
             break 'epochs;
         }
+        if !(e % s.eval_every.max(1) == 0 || e == s.epochs) {
+            epochs.push(window, samples, loss, None);
+            progress.note(format!(
+                "epoch {e}: {:.2} s, loss {:.5} (no evaluation: --eval-every {})",
+                (end - t_epoch).as_secs_f64(),
+                loss.unwrap_or(f64::NAN),
+                s.eval_every
+            ));
+            continue;
+        }
         log.start("eval_start", &[("epoch_num", e as u64)]);
         let ev = w.evaluate(&graph)?;
         log.end("eval_stop", &[("epoch_num", e as u64)]);

@@ -59,6 +59,8 @@ pub struct TrainSettings {
     pub device: String,
     /// Steps left out of the step statistics (they stay in the total).
     pub warmup_steps: usize,
+    /// Evaluate after every Nth epoch and after the last.
+    pub eval_every: usize,
     pub workload: workload::WorkloadOptions,
     pub telemetry: TelemetrySettings,
     /// Where to save the trained weights (safetensors).

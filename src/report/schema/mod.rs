@@ -55,6 +55,7 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
         ("profile.schema.json", schema_for!(profile::Profile)),
         ("inspect.schema.json", schema_for!(inspect::Analysis)),
         ("train.schema.json", schema_for!(train::TrainReport)),
+        ("zoo-list.schema.json", schema_for!(zoo::Listing)),
     ]
 }
 

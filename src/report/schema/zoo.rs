@@ -71,3 +71,47 @@ pub struct Manifest {
     pub zoo_version: u32,
     pub models: Vec<ManifestModel>,
 }
+
+/// `acceval zoo list --json`: the manifest, and each model's null check.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Listing {
+    #[serde(flatten)]
+    pub manifest: Manifest,
+    pub null_checks: Vec<NullCheck>,
+}
+
+/// Whether a zoo model's committed reference can tell a broken device from a working one at
+/// the level its shipped profiles require: the null outputs (zeros, the mean of the
+/// reference outputs, the outputs of another input) graded like a device's. A model whose
+/// null output meets that level is marked: its accuracy grades are INVALID until its
+/// weights make the outputs depend on the input (trained weights).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct NullCheck {
+    /// The zoo model (its FP32 file's reference serves every precision).
+    pub model: String,
+    /// The shipped profiles that grade it.
+    pub profiles: Vec<String>,
+    /// The strictest accuracy level those profiles require (none: no shipped profile).
+    pub required: Option<crate::standard::Level>,
+    /// Whether its weights are trained (zoo.toml's training record) or seeded.
+    pub trained: bool,
+    /// The reference folder.
+    pub reference: String,
+    /// False when the reference was computed from another file than the zoo's FP32 model
+    /// (`acceval reference --model NAME` recomputes it).
+    pub reference_current: Option<bool>,
+    /// The null baselines (absent when the reference could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discrimination: Option<super::accuracy::Discrimination>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+impl NullCheck {
+    /// Whether the model is marked: a null output meets the required level.
+    pub fn null_passes(&self) -> bool {
+        self.discrimination
+            .as_ref()
+            .is_some_and(|d| d.discriminating == Some(false))
+    }
+}
