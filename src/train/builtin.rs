@@ -71,6 +71,51 @@ struct EpochSteps {
 /// The timed steps of epoch `e`: the seeded order, T0 before the batch reaches the
 /// device, T1 after the update and the synchronisation, the loss read after T1.
 #[allow(clippy::too_many_arguments)]
+/// One optimizer step: the gradients of `loss`, clipped to a total L2 norm of `max_norm`
+/// when one is given, then AdamW.
+fn optimizer_step(
+    opt: &mut AdamW,
+    graph: &Graph,
+    loss: &candle_core::Tensor,
+    max_norm: Option<f64>,
+) -> candle_core::Result<()> {
+    let mut grads = loss.backward()?;
+    if let Some(max) = max_norm {
+        clip_grad_norm(&mut grads, &graph.vars(), max)?;
+    }
+    opt.step(&grads)
+}
+
+/// Scales the gradients of `vars` down so that their total L2 norm is at most `max`, as
+/// `torch.nn.utils.clip_grad_norm_` does; returns the norm before clipping. candle has no
+/// such helper, hence these lines.
+pub fn clip_grad_norm(
+    grads: &mut candle_core::backprop::GradStore,
+    vars: &[candle_core::Var],
+    max: f64,
+) -> candle_core::Result<f64> {
+    let mut sq = 0f64;
+    for v in vars {
+        if let Some(g) = grads.get(v) {
+            sq += g
+                .to_dtype(DType::F64)?
+                .sqr()?
+                .sum_all()?
+                .to_scalar::<f64>()?;
+        }
+    }
+    let norm = sq.sqrt();
+    if norm.is_finite() && norm > max {
+        let k = max / (norm + 1e-6);
+        for v in vars {
+            if let Some(g) = grads.remove(v) {
+                grads.insert(v, g.affine(k, 0.0)?);
+            }
+        }
+    }
+    Ok(norm)
+}
+
 fn train_epoch(
     s: &TrainSettings,
     w: &dyn Workload,
@@ -99,7 +144,7 @@ fn train_epoch(
         let t0 = Instant::now();
         let b = w.batch(chunk, dev, dtype(&s.precision))?;
         let loss = w.loss(graph, &b)?;
-        opt.backward_step(&loss)?;
+        optimizer_step(opt, graph, &loss, w.max_grad_norm())?;
         dev.synchronize()?;
         let ms = t0.elapsed().as_secs_f64() * 1e3;
         // The loss leaves the device after T1 (a copy that would synchronise).
@@ -297,7 +342,7 @@ pub fn peak_sweep(
         let step = |opt: &mut AdamW| -> anyhow::Result<()> {
             let b = w.batch(idx, dev, dt)?;
             let loss = w.loss(&graph, &b)?;
-            opt.backward_step(&loss)?;
+            optimizer_step(opt, &graph, &loss, w.max_grad_norm())?;
             dev.synchronize()?;
             Ok(())
         };
@@ -336,4 +381,27 @@ pub fn peak_sweep(
         batch *= 2;
     };
     Ok((out, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor, Var};
+
+    #[test]
+    fn gradients_are_clipped_to_the_norm_and_small_ones_are_kept() {
+        let dev = Device::Cpu;
+        let w = Var::from_tensor(&Tensor::ones(4, candle_core::DType::F32, &dev).unwrap()).unwrap();
+        // d(sum(3w))/dw = 3 everywhere: norm √(4·9) = 6.
+        let loss = w.as_tensor().affine(3.0, 0.0).unwrap().sum_all().unwrap();
+        let mut g = loss.backward().unwrap();
+        let before = super::clip_grad_norm(&mut g, std::slice::from_ref(&w), 1.5).unwrap();
+        assert!((before - 6.0).abs() < 1e-9, "{before}");
+        let after: Vec<f32> = g.get(&w).unwrap().to_vec1().unwrap();
+        assert!(after.iter().all(|x| (x - 0.75).abs() < 1e-5), "{after:?}");
+        // Under the bound nothing changes.
+        let mut g = loss.backward().unwrap();
+        super::clip_grad_norm(&mut g, std::slice::from_ref(&w), 10.0).unwrap();
+        let kept: Vec<f32> = g.get(&w).unwrap().to_vec1().unwrap();
+        assert_eq!(kept, [3.0; 4]);
+    }
 }

@@ -41,6 +41,10 @@ pub trait Workload {
     fn data(&self) -> Vec<DataRef>;
     fn default_batch(&self) -> usize;
     fn default_lr(&self) -> f64;
+    /// Gradients are clipped to this total L2 norm before each step (none: not clipped).
+    fn max_grad_norm(&self) -> Option<f64> {
+        None
+    }
     /// How the data and loss are set up, in words (recorded in models/zoo.toml).
     fn recipe(&self) -> String;
 }
