@@ -375,8 +375,12 @@ fn zoo_list_marks_models_whose_null_output_passes_their_profile() {
 #[test]
 fn a_reference_that_ignores_its_input_is_not_discriminating() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("reference_outputs/lstm-load-forecast");
-    let good =
-        acceval::accuracy::nulls::of_reference(&src, Some(acceval::standard::Level::C4)).unwrap();
+    let open = |d: &Path| acceval::accuracy::reference::Reference::open(d);
+    let good = acceval::accuracy::nulls::of_reference(
+        &open(&src).unwrap(),
+        Some(acceval::standard::Level::C4),
+    )
+    .unwrap();
     assert_eq!(good.discriminating, Some(true), "{good:?}");
     // An ONNX test-data copy (no manifest) with set 0's output everywhere.
     let dir = tempfile::tempdir().unwrap();
@@ -397,12 +401,14 @@ fn a_reference_that_ignores_its_input_is_not_discriminating() {
         std::fs::copy(s.path().join("input_0.pb"), to.join("input_0.pb")).unwrap();
         std::fs::copy(&first, to.join("output_0.pb")).unwrap();
     }
-    let bad =
-        acceval::accuracy::nulls::of_reference(dir.path(), Some(acceval::standard::Level::C4))
-            .unwrap();
+    let bad = acceval::accuracy::nulls::of_reference(
+        &open(dir.path()).unwrap(),
+        Some(acceval::standard::Level::C4),
+    )
+    .unwrap();
     assert_eq!(bad.discriminating, Some(false), "{bad:?}");
     assert_eq!(bad.input_dependence, Some(0.0), "{bad:?}");
     // A folder that is no reference is an error that names it.
-    let err = acceval::accuracy::nulls::of_reference(&dir.path().join("nope"), None).unwrap_err();
+    let err = open(&dir.path().join("nope")).unwrap_err();
     assert!(err.to_string().contains("nope"), "{err}");
 }

@@ -129,14 +129,13 @@ fn permuted(r: &Refs) -> Option<Vec<Accumulator>> {
     Some(acc)
 }
 
-/// The null baselines of the reference in `dir` (acceval's reference folder, or an ONNX
+/// The null baselines of an opened reference (acceval's reference folder, or an ONNX
 /// test-data folder) at `required`, without a device: what `zoo list` shows for each zoo
-/// model. Errors name the folder and what is wrong with it.
+/// model. Errors name the file and what is wrong with it.
 pub fn of_reference(
-    dir: &std::path::Path,
+    r: &crate::accuracy::reference::Reference,
     required: Option<Level>,
 ) -> Result<Discrimination, crate::accuracy::reference::RefError> {
-    let r = crate::accuracy::reference::Reference::open(dir)?;
     let (n_in, names) = match &r.manifest {
         Some(m) => (
             m.inputs.len(),

@@ -127,13 +127,15 @@ fn null_checks(m: &Manifest) -> Vec<NullCheck> {
             let required = mine.iter().map(|(_, _, l)| *l).max();
             let fp32 = m.find(e.name);
             let dir = crate::util::paths::references_dir().join(e.name);
-            let current = crate::accuracy::reference::Reference::open(&dir)
+            let opened = crate::accuracy::reference::Reference::open(&dir);
+            let current = opened
+                .as_ref()
                 .ok()
-                .and_then(|r| r.manifest)
+                .and_then(|r| r.manifest.as_ref())
                 .zip(fp32)
                 .map(|(r, f)| r.model_sha256 == f.sha256);
             let (discrimination, unavailable) =
-                match crate::accuracy::nulls::of_reference(&dir, required) {
+                match opened.and_then(|r| crate::accuracy::nulls::of_reference(&r, required)) {
                     Ok(d) => (Some(d), None),
                     Err(err) => (
                         None,

@@ -68,8 +68,6 @@ struct EpochSteps {
     error: Option<String>,
 }
 
-/// The timed steps of epoch `e`: the seeded order, T0 before the batch reaches the
-/// device, T1 after the update and the synchronisation, the loss read after T1.
 /// One optimizer step: the gradients of `loss`, clipped to a total L2 norm of `max_norm`
 /// when one is given, then AdamW.
 fn optimizer_step(
@@ -115,6 +113,8 @@ pub fn clip_grad_norm(
     Ok(norm)
 }
 
+/// The timed steps of epoch `e`: the seeded order, T0 before the batch reaches the
+/// device, T1 after the update and the synchronisation, the loss read after T1.
 #[allow(clippy::too_many_arguments)]
 fn train_epoch(
     s: &TrainSettings,

@@ -106,12 +106,3 @@ pub struct NullCheck {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
 }
-
-impl NullCheck {
-    /// Whether the model is marked: a null output meets the required level.
-    pub fn null_passes(&self) -> bool {
-        self.discrimination
-            .as_ref()
-            .is_some_and(|d| d.discriminating == Some(false))
-    }
-}
