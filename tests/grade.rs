@@ -323,3 +323,52 @@ fn a_zero_device_is_not_compliant_on_bigdata_forecast() {
     );
     assert_eq!(verdict("§7.2.2", "Model support"), ["FAIL"]);
 }
+
+/// A reference computed on the engine under test alone (`--no-cross-check`) cannot certify
+/// that engine: on `cpu` (tract) every accuracy clause is INVALID "reference not
+/// independent" and the report is NOT COMPLIANT, though the same profile with the shipped,
+/// cross-checked reference is COMPLIANT on `cpu` (the test above).
+#[test]
+fn a_reference_from_the_engine_under_test_alone_is_not_independent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, _, err) = acceval(&[
+        "reference",
+        "--model",
+        "lstm-load-forecast",
+        "--no-cross-check",
+        "--out",
+        tmp.path().join("ref").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/bigdata-forecast.toml"),
+    )
+    .unwrap();
+    let prof = tmp.path().join("own-reference.toml");
+    std::fs::write(
+        &prof,
+        src.replace("[accuracy]\n", "[accuracy]\nreference = \"ref\"\n"),
+    )
+    .unwrap();
+    let dir = tmp.path().join("r");
+    let (code, out, err) = grade(
+        prof.to_str().unwrap(),
+        "cpu",
+        &dir,
+        &["--runs", "20", "--duration", "0"],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    let r = report(&dir);
+    assert_eq!(r["verdict"], "NOT COMPLIANT");
+    let acc: Vec<&Value> = r["clauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["clause"] == "§6.2 i" && c["title"].as_str().unwrap().starts_with("Accuracy"))
+        .collect();
+    assert_eq!(acc.len(), 3, "{acc:?}");
+    for c in acc {
+        assert_eq!(c["verdict"], "INVALID", "{c}");
+        assert!(c.to_string().contains("reference not independent"), "{c}");
+    }
+}
