@@ -101,9 +101,10 @@ pub fn http(
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    if s.write_all(req.as_bytes()).is_err() || s.write_all(body).is_err() {
-        return (0, vec![], vec![]);
-    }
+    // A server may answer before it has read the whole body (413 on a declared length) and
+    // close; the write then fails with EPIPE or a reset, but the answer is already in the
+    // receive buffer, as curl and hyper clients see it. Read it rather than report 0.
+    let _ = s.write_all(req.as_bytes()).and_then(|()| s.write_all(body));
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
     let Some(split) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
