@@ -56,7 +56,7 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
         .collect();
     if !low.is_empty() {
         bail!(
-            "'{}' stores {} weights: references come from the FP32 model (give the original FP32 ONNX file)",
+            "'{}' stores {} parameters (a quantised or half-precision model): references come from the FP32 model (give the original FP32 ONNX file)",
             model.display(),
             low.join(", ")
         );

@@ -46,8 +46,15 @@ pub struct Entry {
     build: fn(&str, DataType, Option<Init>) -> ModelProto,
 }
 
-/// Calibrated max |x| of activations, by value name.
-pub type Calibration = std::collections::HashMap<String, f32>;
+/// The calibrated range of an activation: its min and max over the calibration inputs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    pub min: f32,
+    pub max: f32,
+}
+
+/// Calibrated activation ranges, by value name.
+pub type Calibration = std::collections::HashMap<String, Range>;
 
 /// Trained weights by initializer name (FP32 values), from `models/weights/<name>.safetensors`.
 pub type Trained = std::collections::HashMap<String, Vec<f32>>;
@@ -394,8 +401,9 @@ pub fn resolve(arg: &Path) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Calibrates the INT8 variant: runs the FP32 model on its input set with every
-/// Conv/MatMul input added as an output, and records each one's max |x|.
+/// Calibrates the INT8 variant: runs the FP32 model on its calibration inputs with every
+/// Conv/MatMul input added as an output, and records each one's min and max (MinMax
+/// calibration, as ONNX Runtime's `quantize_static` does by default).
 pub fn calibrate(e: &Entry, trained: Option<&Trained>) -> Calibration {
     use crate::model::tensor::{HostTensor, TensorData};
     let init = Init {
@@ -435,7 +443,8 @@ pub fn calibrate(e: &Entry, trained: Option<&Trained>) -> Calibration {
     let spec: crate::backend::BackendSpec = "cpu".parse().expect("valid spec");
     let mut session =
         crate::backend::load(&path, &spec, &opts).expect("the FP32 zoo model loads on tract");
-    let mut maxes: Calibration = Calibration::new();
+    // Every range holds 0, so that zero (padding, ReLU's floor) is exact.
+    let mut ranges: Calibration = Calibration::new();
     for x in calibration_inputs(e, &shape, trained.is_some()) {
         let outs = session
             .run(&[HostTensor {
@@ -444,13 +453,20 @@ pub fn calibrate(e: &Entry, trained: Option<&Trained>) -> Calibration {
             }])
             .expect("the FP32 zoo model runs on tract");
         for (name, t) in names.iter().zip(outs.iter().skip(originals)) {
-            let m = t.data.to_f64().iter().fold(0.0f64, |a, v| a.max(v.abs())) as f32;
-            let e = maxes.entry(name.clone()).or_insert(0.0);
-            *e = e.max(m);
+            let (lo, hi) = t
+                .data
+                .to_f64()
+                .iter()
+                .fold((0.0f64, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+            let r = ranges
+                .entry(name.clone())
+                .or_insert(Range { min: 0.0, max: 0.0 });
+            r.min = r.min.min(lo as f32);
+            r.max = r.max.max(hi as f32);
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    maxes
+    ranges
 }
 
 /// Pre-processed calibration tensors (at most 4 images, or 8 windows): of the training

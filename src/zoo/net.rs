@@ -30,11 +30,11 @@ pub struct Net {
     pub g: GraphBuilder,
     /// Compute type: FLOAT or FLOAT16.
     pub dt: DataType,
-    /// INT8 QDQ mode: the calibrated max |x| of activations by value name. Weights of
+    /// INT8 QDQ mode: the calibrated range of activations by value name. Weights of
     /// Conv/MatMul/LSTM are stored INT8 (symmetric, per output channel) and dequantised;
-    /// activations feeding Conv/MatMul get QuantizeLinear/DequantizeLinear (symmetric,
-    /// per tensor) when calibrated.
-    pub quant: Option<std::collections::HashMap<String, f32>>,
+    /// activations feeding Conv/MatMul get QuantizeLinear/DequantizeLinear (asymmetric
+    /// UINT8 with a zero point, per tensor) when calibrated.
+    pub quant: Option<super::Calibration>,
     /// Trained values by initializer name; seeded values where a name has none.
     pub trained: Option<super::Trained>,
     model: String,
@@ -173,14 +173,15 @@ impl Net {
         out.to_string()
     }
 
-    /// In INT8 mode, fake-quantises a calibrated activation (Q then DQ, symmetric INT8).
+    /// In INT8 mode, fake-quantises a calibrated activation: Q then DQ, asymmetric UINT8
+    /// over its calibrated [min, max] (ONNX Runtime's `quantize_static` default for
+    /// activations). A symmetric scale would spend half its codes on values a SiLU or ReLU
+    /// output never takes.
     pub fn qdq(&mut self, x: &str) -> String {
-        let Some(max) = self.quant.as_ref().and_then(|q| q.get(x)).copied() else {
+        let Some(r) = self.quant.as_ref().and_then(|q| q.get(x)).copied() else {
             return x.to_string();
         };
-        // Keep 8 significant mantissa bits of the scale: calibration maxima that differ in
-        // their last bits between CPUs (SIMD summation order) give the same file.
-        let scale = f32::from_bits((max.max(1e-8) / 127.0).to_bits() & 0xFFFF_8000);
+        let (scale, zero) = uint8_params(r);
         let (sn, zn) = (format!("{x}.act_scale"), format!("{x}.act_zero_point"));
         let dq = format!("{x}.dq");
         if self
@@ -200,7 +201,7 @@ impl Net {
                 &[],
                 scale.to_le_bytes().to_vec(),
             ))
-            .init(tensor_raw(&zn, DataType::INT8, &[], vec![0]));
+            .init(tensor_raw(&zn, DataType::UINT8, &[], vec![zero]));
         let q = self.op_named("QuantizeLinear", &[x, &sn, &zn], &format!("{x}.q"), vec![]);
         self.op_named("DequantizeLinear", &[&q, &sn, &zn], &dq, vec![])
     }
@@ -422,5 +423,49 @@ impl Net {
         let mut m = self.g.model(opset);
         m.producer_name = "acceval-zoo".into();
         m
+    }
+}
+
+/// The UINT8 scale and zero point of a calibrated range (widened to hold 0). The range's
+/// ends keep 8 significant mantissa bits first: calibration extremes that differ in their
+/// last bits between CPUs (SIMD summation order) give the same file.
+pub fn uint8_params(r: super::Range) -> (f32, u8) {
+    let round = |v: f32| f32::from_bits(v.to_bits() & 0xFFFF_8000);
+    let (lo, hi) = (round(r.min.min(0.0)), round(r.max.max(0.0)));
+    let scale = ((hi - lo) / 255.0).max(1e-8);
+    let zero = (-lo / scale).round().clamp(0.0, 255.0) as u8;
+    (scale, zero)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uint8_ranges_hold_zero_and_their_ends() {
+        // A SiLU output: [-0.278, 6.0] takes the 256 codes with zero exact.
+        let (s, z) = uint8_params(super::super::Range {
+            min: -0.278,
+            max: 6.0,
+        });
+        assert!((s - 6.278 / 255.0).abs() < 1e-4, "{s}");
+        assert_eq!(z, 11, "round(0.278 / {s})");
+        let dq = |q: f32| (q - z as f32) * s;
+        assert!((dq(0.0) + 0.278).abs() < s && (dq(255.0) - 6.0).abs() < s);
+        // An image in [0, 1]: zero point 0, 1/255 steps (symmetric INT8 would take 1/127).
+        let (s, z) = uint8_params(super::super::Range { min: 0.0, max: 1.0 });
+        assert_eq!(z, 0);
+        assert!((s - 1.0 / 255.0).abs() < 1e-5);
+        // A range that excludes 0 is widened to hold it; a constant gets a usable scale.
+        let (_, z) = uint8_params(super::super::Range { min: 2.0, max: 3.0 });
+        assert_eq!(z, 0);
+        let (s, z) = uint8_params(super::super::Range { min: 0.0, max: 0.0 });
+        assert!(s > 0.0 && z == 0);
+        // All-negative: zero point 255.
+        let (_, z) = uint8_params(super::super::Range {
+            min: -4.0,
+            max: -1.0,
+        });
+        assert_eq!(z, 255);
     }
 }

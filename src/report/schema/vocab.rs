@@ -21,8 +21,8 @@ pub enum Task {
 pub enum Precision {
     Fp32,
     Fp16,
-    /// INT8 QDQ: weights per-channel symmetric, activations per-tensor, calibrated on the
-    /// model's input set.
+    /// INT8 QDQ: weights INT8 per-channel symmetric, activations UINT8 per-tensor with a
+    /// zero point, over ranges calibrated on the model's calibration inputs.
     Int8,
 }
 
