@@ -443,7 +443,6 @@ pub fn calibrate(e: &Entry, trained: Option<&Trained>) -> Calibration {
     let spec: crate::backend::BackendSpec = "cpu".parse().expect("valid spec");
     let mut session =
         crate::backend::load(&path, &spec, &opts).expect("the FP32 zoo model loads on tract");
-    // Every range holds 0, so that zero (padding, ReLU's floor) is exact.
     let mut ranges: Calibration = Calibration::new();
     for x in calibration_inputs(e, &shape, trained.is_some()) {
         let outs = session
@@ -457,10 +456,13 @@ pub fn calibrate(e: &Entry, trained: Option<&Trained>) -> Calibration {
                 .data
                 .to_f64()
                 .iter()
-                .fold((0.0f64, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-            let r = ranges
-                .entry(name.clone())
-                .or_insert(Range { min: 0.0, max: 0.0 });
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(v), hi.max(v))
+                });
+            let r = ranges.entry(name.clone()).or_insert(Range {
+                min: f32::INFINITY,
+                max: f32::NEG_INFINITY,
+            });
             r.min = r.min.min(lo as f32);
             r.max = r.max.max(hi as f32);
         }

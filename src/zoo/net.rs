@@ -426,7 +426,8 @@ impl Net {
     }
 }
 
-/// The UINT8 scale and zero point of a calibrated range (widened to hold 0). The range's
+/// The UINT8 scale and zero point of a calibrated range, widened to hold 0 so that zero
+/// (padding, ReLU's floor) is exact. The range's
 /// ends keep 8 significant mantissa bits first: calibration extremes that differ in their
 /// last bits between CPUs (SIMD summation order) give the same file.
 pub fn uint8_params(r: super::Range) -> (f32, u8) {
