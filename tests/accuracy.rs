@@ -475,7 +475,7 @@ for d in sorted(glob.glob(os.path.join(ref, "test_data_set_*"))):
 print(n, worst)
 "#;
     for m in ["lstm-load-forecast", "mobilenetv2-meter"] {
-        let model = acceval::zoo::resolve(Path::new(m)).unwrap();
+        let model = zoo_model(m);
         let o = std::process::Command::new(&py)
             .args([
                 "-c",

@@ -156,12 +156,7 @@ fn max_rel_diff(a: &Path, b: &Path) -> f64 {
 }
 
 fn python_with_ort() -> Option<String> {
-    let py = std::env::var("ACCEVAL_PYTHON").unwrap_or_else(|_| "python3".into());
-    let ok = std::process::Command::new(&py)
-        .args(["-c", "import onnxruntime, numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(py)
+    python_with("onnxruntime, numpy", "pip install onnxruntime numpy")
 }
 
 #[test]
@@ -192,7 +187,6 @@ fn cpu_and_ort_cpu_agree_with_each_other_and_with_python_onnxruntime() {
 
         // The same inputs through Python onnxruntime: acceval's ort:cpu must match it.
         let Some(py) = python_with_ort() else {
-            eprintln!("SKIPPED: Python onnxruntime comparison (no python with onnxruntime)");
             continue;
         };
         let script = r#"

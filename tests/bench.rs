@@ -476,8 +476,7 @@ fn ctrl_c_writes_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
     let m = matmul(dir.path(), 1);
     let j = dir.path().join("r.json");
-    let bin = assert_cmd::cargo::cargo_bin("acceval");
-    let child = std::process::Command::new(bin)
+    let child = common::command()
         .args([
             "bench",
             "--model",
@@ -531,7 +530,7 @@ fn harness_is_not_slower_than_a_python_onnxruntime_loop() {
     let Some(py) = python() else { return };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let set = root.join("reference_outputs/mobilenetv2-meter/test_data_set_0");
-    let model = acceval::zoo::resolve(Path::new("mobilenetv2-meter")).unwrap();
+    let model = zoo_model("mobilenetv2-meter");
     let (mut ours, mut theirs) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..3 {
         let (code, out, err) = acceval(&[

@@ -230,7 +230,7 @@ fn malformed_input_flag() {
 #[test]
 fn broken_pipe_is_not_an_error() {
     use std::io::Read;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     // 3,000 nodes listed with --per-op: far more output than a pipe buffers (64 KiB).
     let mut g = GraphBuilder::new("g").input("x0", F, &[1, 8]);
     for i in 0..3000 {
@@ -242,7 +242,7 @@ fn broken_pipe_is_not_an_error() {
         ));
     }
     let w = write(g.output("x3000", F, &[]), 17);
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("acceval"))
+    let mut child = common::command()
         .args(["inspect", w.path.to_str().unwrap(), "--per-op", "3000"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -162,13 +162,9 @@ fn real_suite() -> Option<String> {
         Path::new(&p).join(".complete").exists().then_some(p)
     });
     if p.is_none() {
-        if std::env::var("ACCEVAL_REQUIRE_SUITE").as_deref() == Ok("1") {
-            panic!(
-                "ACCEVAL_REQUIRE_SUITE=1 but no suite: set ACCEVAL_CONFORMANCE_SUITE (scripts/fetch-onnx-node-tests.sh)"
-            );
-        }
-        eprintln!(
-            "SKIPPED: ONNX node tests not found (scripts/fetch-onnx-node-tests.sh, then ACCEVAL_CONFORMANCE_SUITE=DIR)"
+        common::skip(
+            "ACCEVAL_REQUIRE_SUITE",
+            "ONNX node tests not found (scripts/fetch-onnx-node-tests.sh, then ACCEVAL_CONFORMANCE_SUITE=DIR)",
         );
     }
     p
@@ -189,11 +185,11 @@ fn onnx_node_tests_pass_rates_do_not_drop() {
     );
 
     let (code, v, e) = conformance_json(&["--suite", &suite, "--backend", "ort:cpu"]);
-    if code == 2
-        && e.contains("not available")
-        && std::env::var("ACCEVAL_REQUIRE_ORT").as_deref() != Ok("1")
-    {
-        eprintln!("SKIPPED: ort:cpu conformance ({})", e.trim());
+    if code == 2 && e.contains("not available") {
+        common::skip(
+            "ACCEVAL_REQUIRE_ORT",
+            &format!("ort:cpu conformance: {}", e.trim()),
+        );
         return;
     }
     assert_eq!(code, 0, "{e}");

@@ -369,8 +369,7 @@ fn ctrl_c_writes_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = synthetic(dir.path(), 2, 5, 4);
     let out = dir.path().join("out");
-    let exe = assert_cmd::cargo::cargo_bin("acceval");
-    let child = std::process::Command::new(exe)
+    let child = common::command()
         .args([
             "llm",
             "--json",
@@ -479,7 +478,7 @@ fn without_dataset_flags_it_runs_mindies_sample_config() {
 fn run_measuring_rss(args: &[&str]) -> (i32, String, i64) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("stdout");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("acceval"))
+    let child = common::command()
         .args(args)
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::process::Stdio::null())

@@ -1,6 +1,8 @@
 //! Accuracy metrics against numpy (float64) on random data, up to 10^8 elements, where a
 //! naive f32 running sum goes wrong.
 
+mod common;
+
 use acceval::accuracy::metrics;
 use acceval::data::io;
 
@@ -32,10 +34,10 @@ fn numpy_python() -> Option<String> {
     {
         return Some(py);
     }
-    if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
-        panic!("ACCEVAL_REQUIRE_PYTHON=1 but '{py}' has no numpy");
-    }
-    eprintln!("SKIPPED: numpy comparison (pip install numpy)");
+    common::skip(
+        "ACCEVAL_REQUIRE_PYTHON",
+        &format!("no python with numpy (pip install numpy, or set ACCEVAL_PYTHON; tried '{py}')"),
+    );
     None
 }
 

@@ -13,12 +13,10 @@ use acceval::model::onnx::DataType;
 fn openvino_ort() -> Option<String> {
     match std::env::var("ACCEVAL_OPENVINO_ORT") {
         Ok(p) if std::path::Path::new(&p).is_file() => Some(p),
-        _ if std::env::var("ACCEVAL_REQUIRE_OPENVINO").as_deref() == Ok("1") => {
-            panic!("ACCEVAL_REQUIRE_OPENVINO=1 but $ACCEVAL_OPENVINO_ORT is not a file")
-        }
         _ => {
-            eprintln!(
-                "SKIPPED: set $ACCEVAL_OPENVINO_ORT to onnxruntime-openvino's libonnxruntime.so"
+            common::skip(
+                "ACCEVAL_REQUIRE_OPENVINO",
+                "no ONNX Runtime with OpenVINO (pip install onnxruntime-openvino, then set $ACCEVAL_OPENVINO_ORT to its libonnxruntime.so)",
             );
             None
         }

@@ -43,7 +43,7 @@ fn script() -> PathBuf {
 }
 
 fn acceval() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("acceval").expect("acceval binary")
+    common::bin()
 }
 
 fn u(v: &Value, ptr: &str) -> Option<u64> {

@@ -25,8 +25,7 @@ pub struct Server {
 
 impl Server {
     pub fn start(args: &[&str]) -> Server {
-        let exe = assert_cmd::cargo::cargo_bin("acceval");
-        let mut child = Command::new(exe)
+        let mut child = common::command()
             .arg("serve")
             .args(["--port", "0"])
             .args(args)
@@ -721,21 +720,12 @@ fn qps_counts_failures_by_kind_and_completes() {
 /// give exactly `acceval run`'s outputs on the same input (same backend, same engine).
 #[test]
 fn tritonclient_gets_acceval_runs_outputs() {
-    let Some(py) = common::python() else { return };
-    let has = Command::new(&py)
-        .args(["-c", "import tritonclient.http"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !has {
-        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
-            panic!(
-                "tritonclient required (ACCEVAL_REQUIRE_PYTHON=1): pip install 'tritonclient[http]'"
-            );
-        }
-        eprintln!("SKIPPED: tritonclient not installed (pip install 'tritonclient[http]')");
+    let Some(py) = common::python_with(
+        "onnx, onnxruntime, numpy, tritonclient.http",
+        "pip install onnx onnxruntime numpy 'tritonclient[http]'",
+    ) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let x = dir.path().join("x.npy");
     let made = Command::new(&py)
@@ -806,20 +796,16 @@ fn qps_measures_mlserver_and_agrees_with_its_counters() {
         .ok()
         .filter(|p| Path::new(p).is_file())
     else {
-        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
-            panic!(
-                "MLServer required (ACCEVAL_REQUIRE_PYTHON=1): set ACCEVAL_MLSERVER to the mlserver executable of a venv with mlserver==1.7.1 and onnxruntime"
-            );
-        }
-        eprintln!(
-            "SKIPPED: MLServer not available (set ACCEVAL_MLSERVER=/path/to/venv/bin/mlserver)"
+        common::skip(
+            "ACCEVAL_REQUIRE_PYTHON",
+            "MLServer not available (pip install mlserver==1.7.1 onnxruntime into a venv, then set ACCEVAL_MLSERVER to its bin/mlserver)",
         );
         return;
     };
     let python = Path::new(&mlserver).with_file_name("python");
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
-    let model = acceval::zoo::resolve(Path::new("lstm-load-forecast")).unwrap();
+    let model = common::zoo_model("lstm-load-forecast");
     let (http_port, grpc_port, metrics_port) = (free_port(), free_port(), free_port());
     let made = Command::new(&python)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/mlserver/make_repo.py"))
@@ -1065,10 +1051,10 @@ fn make_pki(dir: &Path) {
 #[test]
 fn qps_verifies_tls_certificates() {
     if Command::new("openssl").arg("version").output().is_err() {
-        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
-            panic!("openssl required for the TLS test (apt-get install openssl)");
-        }
-        eprintln!("SKIPPED: openssl not installed");
+        common::skip(
+            "ACCEVAL_REQUIRE_PYTHON",
+            "openssl not installed (apt-get install openssl)",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1187,7 +1173,7 @@ fn qps_ctrl_c_leaves_valid_json_marked_incomplete() {
     )
     .unwrap();
     let saved = dir.path().join("q.json");
-    let child = Command::new(assert_cmd::cargo::cargo_bin("acceval"))
+    let child = common::command()
         .args([
             "qps",
             "--json",

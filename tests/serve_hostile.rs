@@ -31,7 +31,7 @@ impl Server {
     fn start(args: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let model = matmul(dir.path());
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("acceval"))
+        let mut child = common::command()
             .args([
                 "serve",
                 "--port",
@@ -486,10 +486,10 @@ fn the_api_key_is_needed_everywhere_but_the_health_probes() {
 #[test]
 fn tls_serves_https_and_plain_http_gets_nothing() {
     if Command::new("openssl").arg("version").output().is_err() {
-        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
-            panic!("openssl required for the TLS test (apt-get install openssl)");
-        }
-        eprintln!("SKIPPED: openssl not installed");
+        common::skip(
+            "ACCEVAL_REQUIRE_PYTHON",
+            "openssl not installed (apt-get install openssl)",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -285,20 +285,9 @@ for name, ours, ref, scale in [("classification", ours_cls, ref_cls, std.min() *
 
 #[test]
 fn preprocessing_matches_pillow() {
-    let py = std::env::var("ACCEVAL_PYTHON").unwrap_or_else(|_| "python3".into());
-    let has_pil = std::process::Command::new(&py)
-        .args(["-c", "import PIL, numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_pil {
-        if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
-            panic!(
-                "ACCEVAL_REQUIRE_PYTHON=1 but '{py}' lacks Pillow/numpy (pip install pillow numpy)"
-            );
-        }
-        eprintln!("SKIPPED: Pillow comparison (pip install pillow numpy)");
+    let Some(py) = python_with("PIL, numpy", "pip install pillow numpy") else {
         return;
-    }
+    };
     let (_d, sub) = set("substation");
     let (_e, line) = set("line-inspection");
     let tmp = tempfile::tempdir().unwrap();

@@ -413,11 +413,12 @@ fn torch_python() -> Option<String> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        let msg = format!("SKIPPED: no python with torch (tried '{py}'; set ACCEVAL_TORCH_PYTHON)");
-        if std::env::var("ACCEVAL_REQUIRE_TORCH").as_deref() == Ok("1") {
-            panic!("{msg} but ACCEVAL_REQUIRE_TORCH=1");
-        }
-        eprintln!("{msg}");
+        common::skip(
+            "ACCEVAL_REQUIRE_TORCH",
+            &format!(
+                "no python with torch (pip install torch, then set ACCEVAL_TORCH_PYTHON; tried '{py}')"
+            ),
+        );
         return None;
     }
     Some(py)

@@ -1,10 +1,17 @@
 //! Helpers shared by the integration tests: write a built model to a temporary
-//! directory, analyse it, run the real binary.
-#![allow(dead_code)]
+//! directory, analyse it, run the real binary in the test project (`project.rs`: never in
+//! the checkout), and skip visibly (`skip.rs`).
+#![allow(dead_code, unused_imports)]
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
+pub mod project;
+pub mod skip;
 pub mod sse_server;
+
+pub use project::{project, project_env, reference, zoo_model};
+pub use skip::skip;
 
 use acceval::model::build::GraphBuilder;
 use acceval::model::{Analysis, InputShape, analyse};
@@ -36,8 +43,33 @@ pub fn analyse_with(g: GraphBuilder, opset: i64, inputs: &[&str]) -> Analysis {
     analyse(&w.path, &shapes).expect("analyse")
 }
 
+/// The binary under test, pointed at the test project.
 pub fn bin() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("acceval").expect("binary")
+    let mut c = assert_cmd::Command::cargo_bin("acceval").expect("binary");
+    c.envs(project_env());
+    c
+}
+
+/// The binary under test as a `std::process::Command` (for servers and signals), pointed at
+/// the test project.
+pub fn command() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("acceval"));
+    c.envs(project_env());
+    c
+}
+
+/// `acceval devices --json`, once per test binary (it reads no project folder).
+pub fn devices_json() -> &'static serde_json::Value {
+    static V: OnceLock<serde_json::Value> = OnceLock::new();
+    V.get_or_init(|| {
+        let out = assert_cmd::Command::cargo_bin("acceval")
+            .expect("binary")
+            .args(["devices", "--json"])
+            .output()
+            .expect("run acceval devices");
+        assert!(out.status.success(), "acceval devices --json failed");
+        serde_json::from_slice(&out.stdout).expect("devices JSON")
+    })
 }
 
 /// MACs of the single node named `name` in the analysis.
@@ -59,21 +91,17 @@ pub fn acceval(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Whether ONNX Runtime can be loaded here (else a visible skip, or a failure in CI).
+/// Whether ONNX Runtime can be loaded here (else a visible skip, or a failure when
+/// `ACCEVAL_REQUIRE_ORT=1`).
 pub fn ort_available() -> bool {
-    let (code, out, _) = acceval(&["devices", "--json"]);
-    assert_eq!(code, 0);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let v = devices_json();
     let ok = v["onnxruntime"]["library"].is_object();
     if !ok {
-        let why = v["onnxruntime"]["not_found"]
-            .as_str()
-            .unwrap_or("?")
-            .to_string();
-        if std::env::var("ACCEVAL_REQUIRE_ORT").as_deref() == Ok("1") {
-            panic!("ONNX Runtime required (ACCEVAL_REQUIRE_ORT=1) but not found: {why}");
-        }
-        eprintln!("SKIPPED: ONNX Runtime not found ({why})");
+        let why = v["onnxruntime"]["not_found"].as_str().unwrap_or("?");
+        skip(
+            "ACCEVAL_REQUIRE_ORT",
+            &format!("ONNX Runtime not found ({why})"),
+        );
     }
     ok
 }
@@ -81,24 +109,34 @@ pub fn ort_available() -> bool {
 /// A Python with onnx, onnxruntime and numpy: `$ACCEVAL_PYTHON`, else `python3`. Without
 /// one: a visible skip (`None`), or a failure when `ACCEVAL_REQUIRE_PYTHON=1` (CI).
 pub fn python() -> Option<String> {
+    python_with(
+        "onnx, onnxruntime, numpy",
+        "pip install onnx onnxruntime numpy",
+    )
+}
+
+/// `$ACCEVAL_PYTHON` (else `python3`) when it imports `modules` (comma-separated); else a
+/// visible skip naming `fix`, or a failure when `ACCEVAL_REQUIRE_PYTHON=1`.
+pub fn python_with(modules: &str, fix: &str) -> Option<String> {
     let py = std::env::var("ACCEVAL_PYTHON").unwrap_or_else(|_| "python3".into());
     let out = std::process::Command::new(&py)
-        .args(["-c", "import onnx, onnxruntime, numpy"])
+        .args(["-c", &format!("import {modules}")])
         .output();
     match out {
         Ok(o) if o.status.success() => Some(py),
         other => {
             let why = match other {
-                Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+                Ok(o) => {
+                    let e = String::from_utf8_lossy(&o.stderr);
+                    e.trim().lines().last().unwrap_or("").to_string()
+                }
                 Err(e) => e.to_string(),
             };
-            if std::env::var("ACCEVAL_REQUIRE_PYTHON").as_deref() == Ok("1") {
-                panic!(
-                    "SKIPPED: python with onnx+onnxruntime not found (pip install onnx onnxruntime numpy) (ACCEVAL_REQUIRE_PYTHON=1; tried '{py}': {why})"
-                );
-            }
-            eprintln!(
-                "SKIPPED: python with onnx+onnxruntime not found (pip install onnx onnxruntime numpy) (tried '{py}': {why})"
+            skip(
+                "ACCEVAL_REQUIRE_PYTHON",
+                &format!(
+                    "no python with {modules} ({fix}, or set ACCEVAL_PYTHON; tried '{py}': {why})"
+                ),
             );
             None
         }
