@@ -256,3 +256,37 @@ fn broken_pipe_is_not_an_error() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
 }
+
+/// Provenance comes from the build, not from the folder the binary sits in: a copy of the
+/// binary in a temporary folder, run from `/`, names the commit it was built from, its
+/// features and profile, exactly as `build.rs` captured them.
+#[test]
+fn version_of_a_copied_binary_names_the_commit_it_was_built_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("acceval");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("acceval"), &copy).unwrap();
+    let out = std::process::Command::new(&copy)
+        .arg("--version")
+        .current_dir("/")
+        .env("PATH", "/nonexistent") // no git to ask, even by accident
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.trim(),
+        format!("acceval {}", acceval::util::build_info::VERSION)
+    );
+    let head = std::process::Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    if let Some(h) = head {
+        let h = String::from_utf8_lossy(&h.stdout).trim().to_string();
+        assert!(text.contains(&format!("commit {h}")), "{text} lacks {h}");
+    }
+    if cfg!(feature = "cuda") {
+        assert!(text.contains("features cuda"), "{text}");
+    }
+}

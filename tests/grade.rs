@@ -87,6 +87,15 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
     assert_eq!(r["complete"], true);
     assert_eq!(r["policy_overridden"], true);
     assert_eq!(r["stages"].as_array().unwrap().len(), 6);
+    // Provenance from the build: the commit and the cargo features the binary was built with.
+    assert_eq!(r["tool"]["git_commit"], acceval::util::build_info::commit());
+    let features: Vec<String> = acceval::util::build_info::features();
+    assert_eq!(
+        r["tool"]["features"],
+        serde_json::json!(features),
+        "{}",
+        r["tool"]
+    );
     // The LLM stage against the timed test server: 6 requests, none failed, judged PASS.
     let run = &r["llm"]["runs"][0];
     assert_eq!(run["total"], 6);

@@ -17,7 +17,7 @@ pub mod settings;
 /// (T/CES draft "Technical specification for heterogeneous hardware acceleration of
 /// electric-power AI algorithms").
 #[derive(Debug, Parser)]
-#[command(name = "acceval", version, about, long_about = None)]
+#[command(name = "acceval", version = crate::util::build_info::VERSION, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

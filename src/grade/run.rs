@@ -125,43 +125,13 @@ fn ran(name: &str, t: Instant, complete: bool) -> Stage {
     }
 }
 
-/// The commit acceval was built from, and whether the tree was modified.
-pub fn git_commit() -> String {
-    let dir = env!("CARGO_MANIFEST_DIR");
-    let run = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    match run(&["rev-parse", "HEAD"]) {
-        Some(c) => {
-            // Report folders being written under reports/ do not make the build modified.
-            let dirty = run(&[
-                "status",
-                "--porcelain",
-                "--untracked-files=no",
-                "--",
-                ".",
-                ":!reports",
-            ])
-            .is_some_and(|s| !s.is_empty());
-            if dirty { format!("{c} (modified)") } else { c }
-        }
-        None => "unknown (not built from a git checkout)".into(),
-    }
-}
-
 /// This build of acceval.
 pub fn tool() -> Tool {
     Tool {
         name: "acceval".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: git_commit(),
+        git_commit: crate::util::build_info::commit(),
+        features: crate::util::build_info::features(),
     }
 }
 

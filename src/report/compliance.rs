@@ -177,7 +177,11 @@ fn head(r: &GradeReport, b: &mut Vec<Block>) {
         p.model.name,
         r.created_utc,
         r.tool.version,
-        r.tool.git_commit,
+        if r.tool.features.is_empty() {
+            r.tool.git_commit.clone()
+        } else {
+            format!("{}; features {}", r.tool.git_commit, r.tool.features.join(","))
+        },
         r.command_line.join(" "),
         if r.policy_overridden {
             " **The run policy was overridden on the command line: this report is not a certification result.**"

@@ -2,6 +2,7 @@
 //! folders, the stop flag (Ctrl-C), a reproducible random stream and number formatting.
 //! Nothing here knows about models, backends or reports; every other module may use it.
 
+pub mod build_info;
 pub mod cuda_pin;
 pub mod fmt;
 pub mod fs;

@@ -30,8 +30,13 @@ pub const MANIFEST_SCHEMA_V1: &str = "acceval.manifest/1";
 pub struct Tool {
     pub name: String,
     pub version: String,
-    /// The commit acceval was built from (`... (modified)` for a dirty tree).
+    /// The commit acceval was built from, captured at build time (`... (modified)` when its
+    /// sources differed from that commit).
     pub git_commit: String,
+    /// The cargo features it was built with (absent in reports written before they were
+    /// recorded).
+    #[serde(default)]
+    pub features: Vec<String>,
 }
 
 /// How a stage of the grade ended.
