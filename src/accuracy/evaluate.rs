@@ -85,15 +85,18 @@ pub fn find_reference(
         let fp32 = zoo::resolve(Path::new(e.name))?;
         // The cross-check needs ONNX Runtime; without it (a fresh machine) the reference is
         // computed on tract alone and its manifest says the cross-check was not done.
-        let ort = backend::find("ort").map(|o| o.probe());
-        let cross = matches!(&ort, Ok(a) if a.is_available());
+        let cpu: backend::BackendSpec = "cpu".parse().expect("valid");
+        let cross = crate::accuracy::reference::other_cpu_engine(&cpu)
+            .ok()
+            .and_then(|other| backend::find(&other.backend).ok())
+            .is_some_and(|other| other.probe().is_available());
         if !cross {
             progress.note(format!(
                 "acceval: warning: ONNX Runtime is not installed, so the reference of {} is not cross-checked (pip install onnxruntime, then `acceval reference --model {}`)",
                 e.name, e.name
             ));
         }
-        let mut plan = zoo_plan(e, &fp32, "cpu".parse().expect("valid"), b.threads, cross)?;
+        let mut plan = zoo_plan(e, &fp32, cpu, b.threads, cross)?;
         if !cross {
             plan.no_cross_check_reason =
                 "ONNX Runtime was not installed when the reference was computed on first use"

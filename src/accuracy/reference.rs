@@ -80,12 +80,13 @@ fn run_all(plan: &Plan, spec: &BackendSpec) -> anyhow::Result<(SessionInfo, Vec<
     Ok((session.info().clone(), outs))
 }
 
-/// The other CPU engine, for the cross-check.
+/// The other CPU engine, for the cross-check (the backend says which it is).
 pub fn other_cpu_engine(spec: &BackendSpec) -> anyhow::Result<BackendSpec> {
-    match (spec.backend.as_str(), spec.provider.as_deref()) {
-        ("cpu", None) => Ok("ort:cpu".parse().expect("valid")),
-        ("ort", Some("cpu")) => Ok("cpu".parse().expect("valid")),
-        _ => anyhow::bail!(
+    match crate::backend::describe_spec(spec).cross_check {
+        Some(other) => Ok(other
+            .parse()
+            .expect("a backend's cross-check spec is valid")),
+        None => anyhow::bail!(
             "references are the FP32 model's outputs on the CPU: use --backend cpu (tract) or --backend ort:cpu, not '{spec}'"
         ),
     }

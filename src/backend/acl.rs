@@ -4,7 +4,10 @@
 
 use std::path::Path;
 
-use super::{Availability, Backend, BackendError, BackendSpec, LoadOptions, Session};
+use super::describe::{AdaptationRoute, DeviceClass, PeakSource, Sensor, Traits};
+use super::{
+    Availability, Backend, BackendError, BackendSettings, BackendSpec, LoadOptions, Session,
+};
 
 pub struct AclBackend;
 
@@ -35,6 +38,15 @@ impl Backend for AclBackend {
     }
     fn probe(&self) -> Availability {
         Availability::NotAvailable { reason: reason() }
+    }
+    fn describe(&self, _b: &BackendSettings) -> Option<Traits> {
+        Some(Traits::accelerator(
+            DeviceClass::Npu,
+            AdaptationRoute::CompilerBackend,
+            "ATC compiles the whole graph into an Ascend .om model",
+            Some(Sensor::Dcmi),
+            PeakSource::Stated,
+        ))
     }
     fn load(
         &self,

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use ndarray::ArrayD;
 
+use super::describe::{AdaptationRoute, DeviceClass, PeakSource, Traits};
 use super::{
-    Availability, Backend, BackendError, BackendSpec, LoadOptions, LoadTimings, Placement, Session,
-    SessionInfo,
+    Availability, Backend, BackendError, BackendSettings, BackendSpec, LoadOptions, LoadTimings,
+    Placement, Session, SessionInfo,
 };
 use crate::model::tensor::{HostTensor, TensorData};
 
@@ -52,6 +53,20 @@ impl Backend for MockBackend {
         Availability::Available {
             detail: "always (a test stand-in; its outputs are zeros)".into(),
         }
+    }
+    fn describe(&self, _b: &BackendSettings) -> Option<Traits> {
+        Some(Traits {
+            class: DeviceClass::Emulated,
+            route: AdaptationRoute::None,
+            route_detail: "a test stand-in that returns zeros: no device",
+            plain_cpu: false,
+            reports_cpu_fallback: false,
+            sensor: None,
+            peak: PeakSource::Unknown(
+                "the mock backend computes nothing (it spins for --ep-option forward_ms)",
+            ),
+            cross_check: None,
+        })
     }
     fn load(
         &self,

@@ -9,7 +9,7 @@
 
 pub mod acl;
 pub mod budget;
-pub mod class;
+pub mod describe;
 pub mod mock;
 pub mod ort;
 
@@ -21,6 +21,7 @@ use std::path::Path;
 pub use crate::report::schema::session::{
     Availability, GraphOpt, LoadTimings, NodePlacement, Placement, SessionInfo,
 };
+pub use describe::{DeviceClass, PeakSource, Sensor, Traits, describe, describe_spec};
 
 use crate::model::tensor::HostTensor;
 
@@ -182,6 +183,9 @@ pub trait Backend: Sync {
     fn providers(&self) -> Vec<(String, Availability)> {
         Vec::new()
     }
+    /// What it says about itself for `b` (device class, route, sensor, peak, cross-check
+    /// engine); `None` for a provider it does not have.
+    fn describe(&self, b: &BackendSettings) -> Option<Traits>;
     /// Loads `model` for running.
     fn load(
         &self,
@@ -204,15 +208,20 @@ pub trait Session {
     fn placement(&mut self) -> Result<Placement, BackendError>;
 }
 
+/// Every backend acceval knows, in the order `devices` lists them. Adding a backend is a
+/// file in this folder and a line here.
+static REGISTRY: &[&dyn Backend] = &[&tract::CPU, &ort::ORT, &tract::CUDA, &acl::ACL, &mock::MOCK];
+
 /// Every backend acceval knows, in the order `devices` lists them.
-pub fn registry() -> [&'static dyn Backend; 5] {
-    [&tract::CPU, &ort::ORT, &tract::CUDA, &acl::ACL, &mock::MOCK]
+pub fn registry() -> &'static [&'static dyn Backend] {
+    REGISTRY
 }
 
 /// The backend named `name`.
 pub fn find(name: &str) -> Result<&'static dyn Backend, BackendError> {
     registry()
-        .into_iter()
+        .iter()
+        .copied()
         .find(|b| b.name() == name)
         .ok_or_else(|| BackendError::Unknown {
             name: name.to_string(),

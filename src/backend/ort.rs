@@ -266,6 +266,90 @@ fn dispatch(
     Ok(Some(d.error_on_failure()))
 }
 
+/// What each execution provider runs on and how it takes the graph (`ort` alone is `ort:cpu`).
+/// OpenVINO takes its device from `device_type` (`--ep-option device_type=NPU|GPU|CPU`).
+fn describe_provider(b: &super::BackendSettings) -> Option<super::Traits> {
+    use super::describe::{
+        AdaptationRoute as Route, DeviceClass as Class, PeakSource, Sensor, Traits,
+    };
+    let nvidia = |route, detail| {
+        Traits::accelerator(
+            Class::Gpu,
+            route,
+            detail,
+            Some(Sensor::Nvml),
+            PeakSource::NvidiaGpu,
+        )
+    };
+    let unknown_peak = PeakSource::Unknown("no peak is known for this execution provider's device");
+    // An EP on the CPU: the plain CPU, but nodes left to the default CPU kernels are fallbacks.
+    let cpu_ep = |detail| Traits {
+        reports_cpu_fallback: true,
+        ..Traits::host_cpu(detail, None)
+    };
+    Some(match b.spec.provider.as_deref().unwrap_or("cpu") {
+        "cpu" => Traits::host_cpu("ONNX Runtime's CPU execution provider kernels", Some("cpu")),
+        "cuda" => nvidia(
+            Route::OperatorMapping,
+            "the CUDA execution provider takes the nodes it has kernels for; the rest fall back to the CPU provider",
+        ),
+        "tensorrt" => nvidia(
+            Route::GraphHandoff,
+            "the TensorRT execution provider builds engines for the subgraphs it takes",
+        ),
+        "openvino" => {
+            let dt = b
+                .ep_options
+                .iter()
+                .find(|(k, _)| k == "device_type")
+                .map(|(_, v)| v.to_ascii_uppercase());
+            let class = match dt.as_deref() {
+                Some(d) if d.starts_with("NPU") => Class::Npu,
+                Some(d) if d.starts_with("GPU") => Class::Gpu,
+                _ => Class::Cpu,
+            };
+            Traits::accelerator(
+                class,
+                Route::GraphHandoff,
+                "the OpenVINO execution provider compiles the subgraphs it takes (the whole graph when it can)",
+                None,
+                unknown_peak,
+            )
+        }
+        "cann" => Traits::accelerator(
+            Class::Npu,
+            Route::GraphHandoff,
+            "the CANN execution provider hands subgraphs to the Ascend graph engine",
+            Some(Sensor::Dcmi),
+            PeakSource::Stated,
+        ),
+        "qnn" => Traits::accelerator(
+            Class::Npu,
+            Route::GraphHandoff,
+            "the QNN execution provider hands subgraphs to the Qualcomm HTP",
+            None,
+            unknown_peak,
+        ),
+        "migraphx" => Traits::accelerator(
+            Class::Gpu,
+            Route::CompilerBackend,
+            "MIGraphX compiles the subgraphs it takes for AMD GPUs",
+            None,
+            unknown_peak,
+        ),
+        "rocm" => Traits::accelerator(
+            Class::Gpu,
+            Route::OperatorMapping,
+            "the ROCm execution provider's kernels",
+            None,
+            unknown_peak,
+        ),
+        "xnnpack" => cpu_ep("XNNPACK's CPU kernels"),
+        "onednn" => cpu_ep("oneDNN's CPU kernels"),
+        _ => return None,
+    })
+}
+
 impl Backend for OrtBackend {
     fn name(&self) -> &'static str {
         "ort"
@@ -285,6 +369,9 @@ impl Backend for OrtBackend {
             },
             Err(reason) => Availability::NotAvailable { reason },
         }
+    }
+    fn describe(&self, b: &super::BackendSettings) -> Option<super::Traits> {
+        describe_provider(b)
     }
     fn providers(&self) -> Vec<(String, Availability)> {
         // Without a library there is nothing to say per provider beyond `probe`'s reason.

@@ -133,6 +133,22 @@ impl Backend for TractBackend {
             Kind::Cuda => "tract's CUDA runtime on an NVIDIA GPU (libraries loaded at run time)",
         }
     }
+    fn describe(&self, _b: &super::BackendSettings) -> Option<super::Traits> {
+        use super::describe::{AdaptationRoute, DeviceClass, PeakSource, Sensor, Traits};
+        Some(match self.kind {
+            Kind::Cpu => Traits::host_cpu(
+                "tract runs every ONNX operator on its own CPU kernels",
+                Some("ort:cpu"),
+            ),
+            Kind::Cuda => Traits::accelerator(
+                DeviceClass::Gpu,
+                AdaptationRoute::OperatorMapping,
+                "tract maps operators to CUDA kernels (cuBLAS, cuDNN, NVRTC); the others stay on the CPU",
+                Some(Sensor::Nvml),
+                PeakSource::NvidiaGpu,
+            ),
+        })
+    }
     fn probe(&self) -> Availability {
         match self.kind {
             Kind::Cpu => Availability::Available {

@@ -30,11 +30,11 @@ const ROUND: Duration = Duration::from_millis(60);
 
 /// The peak that applies to `spec` running on `threads` CPU threads.
 pub fn for_backend(spec: &BackendSpec, threads: usize, npu_peak_gflops: Option<f64>) -> Peak {
-    let provider = spec.provider.as_deref();
-    match (spec.backend.as_str(), provider) {
-        ("cpu", _) | ("ort", None | Some("cpu")) => cpu(threads),
-        ("cuda", _) | ("ort", Some("cuda" | "tensorrt")) => nvidia(spec.device.unwrap_or(0)),
-        ("acl", _) | ("ort", Some("cann")) => match npu_peak_gflops {
+    use crate::backend::PeakSource;
+    match crate::backend::describe_spec(spec).peak {
+        PeakSource::CpuFma => cpu(threads),
+        PeakSource::NvidiaGpu => nvidia(spec.device.unwrap_or(0)),
+        PeakSource::Stated => match npu_peak_gflops {
             Some(g) => Peak {
                 gflop_per_s: Some(g),
                 device: format!("NPU {}", spec.device.unwrap_or(0)),
@@ -46,14 +46,7 @@ pub fn for_backend(spec: &BackendSpec, threads: usize, npu_peak_gflops: Option<f
                 "the NPU's peak is not measured; a profile may state it ([speed] peak_gflops)",
             ),
         },
-        ("mock", _) => unknown(
-            "mock".into(),
-            "the mock backend computes nothing (it spins for --ep-option forward_ms)",
-        ),
-        (b, p) => unknown(
-            format!("{b}{}", p.map(|p| format!(":{p}")).unwrap_or_default()),
-            "no peak is known for this backend's device",
-        ),
+        PeakSource::Unknown(why) => unknown(spec.to_string(), why),
     }
 }
 

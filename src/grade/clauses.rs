@@ -4,8 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::backend::BackendSettings;
-use crate::backend::class;
+use crate::backend::{self, BackendSettings, Sensor};
 use crate::device::telemetry::Kind;
 use crate::grade::profile::{self, Profile};
 use crate::model::Analysis;
@@ -180,7 +179,7 @@ pub fn judge(p: &Profile, b: &BackendSettings, e: &Evidence) -> Judgement {
 
 /// The device the backend under test runs on, as identified: (what, identified?).
 fn device_under_test(b: &BackendSettings, d: &Devices, engine: &str) -> (String, bool) {
-    match class::device_class(b) {
+    match backend::describe(b).class {
         DeviceClass::Cpu => (
             format!(
                 "CPU {} ({} logical CPUs), {} {} kernel {}; runtime {engine}",
@@ -286,7 +285,7 @@ fn devices(b: &BackendSettings, e: &Evidence) -> Found {
         (!os_known).then(|| "the operating system could not be identified".to_string()),
         Source::Standard,
     );
-    let class = class::device_class(b);
+    let class = backend::describe(b).class;
     let dedicated = class.is_dedicated_ai_chip();
     f.add(
         "§6 c, §6.2 b",
@@ -426,7 +425,8 @@ fn precision(p: &Profile, e: &Evidence) -> Found {
 /// §6.2 f: operator placement and fallback; §6 g: the operator-adaptation route.
 fn placement(b: &BackendSettings, e: &Evidence) -> Found {
     let mut f = Found::default();
-    let class = class::device_class(b);
+    let traits = backend::describe(b);
+    let class = traits.class;
     let Some(s) = &e.placement else {
         f.add(
             "§6.2 f",
@@ -441,7 +441,7 @@ fn placement(b: &BackendSettings, e: &Evidence) -> Found {
             na("the speed stage did not run"),
             Source::Standard,
         );
-        let (route, detail) = class::route(&b.spec);
+        let (route, detail) = (traits.route, traits.route_detail);
         f.add(
             "§6 g",
             "Operator adaptation",
@@ -1074,22 +1074,15 @@ fn llm(p: &Profile, e: &Evidence) -> Found {
 /// The sensor and device name (`gpu1`, `npu0`) whose utilization and power an accelerator
 /// run must record; `Err` when acceval has no sensor for that device.
 fn accelerator_channels(b: &BackendSettings) -> Option<Result<(&'static str, String), String>> {
-    let nvidia = matches!(
-        (b.spec.backend.as_str(), b.spec.provider.as_deref()),
-        ("cuda", _) | ("ort", Some("cuda" | "tensorrt"))
-    );
-    let ascend = matches!(
-        (b.spec.backend.as_str(), b.spec.provider.as_deref()),
-        ("acl", _) | ("ort", Some("cann"))
-    );
-    match class::device_class(b) {
-        DeviceClass::Cpu | DeviceClass::Emulated => None,
-        _ if nvidia => Some(
+    let traits = backend::describe(b);
+    match (traits.class, traits.sensor) {
+        (DeviceClass::Cpu | DeviceClass::Emulated, _) => None,
+        (_, Some(Sensor::Nvml)) => Some(
             crate::util::cuda_pin::nvml_index(b.spec.device.unwrap_or(0))
                 .map(|i| ("nvml", format!("gpu{i}"))),
         ),
-        _ if ascend => Some(Ok(("dcmi", format!("npu{}", b.spec.device.unwrap_or(0))))),
-        c => Some(Err(format!(
+        (_, Some(Sensor::Dcmi)) => Some(Ok(("dcmi", format!("npu{}", b.spec.device.unwrap_or(0))))),
+        (c, None) => Some(Err(format!(
             "acceval has no utilization or power sensor for the {c} of {}",
             b.spec
         ))),

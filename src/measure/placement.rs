@@ -9,19 +9,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::backend::class::{self, DeviceClass};
-use crate::backend::{self, BackendSettings, Placement};
+use crate::backend::{self, BackendSettings, DeviceClass, Placement};
 use crate::data::inputs::{gather_inputs, input_specs};
 use crate::model::Analysis;
 use crate::report::schema::session::{FusedSubgraph, PlacementSummary};
-
-/// Backends whose device is the plain CPU engine: every node runs on the device under test.
-fn plain_cpu(b: &BackendSettings) -> bool {
-    matches!(
-        (b.spec.backend.as_str(), b.spec.provider.as_deref()),
-        ("cpu", _) | ("ort", None | Some("cpu" | "xnnpack" | "onednn"))
-    )
-}
 
 /// ORT's name for an unnamed node: `Relu#3` (acceval's label) is `Relu_3` there.
 fn engine_name(label: &str) -> String {
@@ -43,8 +34,8 @@ pub fn summarise(
     a: &Analysis,
     placement: Result<Placement, String>,
 ) -> PlacementSummary {
-    let device_class = class::device_class(b);
-    let (route, detail) = class::route(&b.spec);
+    let traits = backend::describe(b);
+    let (device_class, route, detail) = (traits.class, traits.route, traits.route_detail);
     let nodes = originals(a);
     let total_macs: u64 = nodes.iter().map(|n| n.2).sum();
     let mut s = PlacementSummary {
@@ -64,7 +55,7 @@ pub fn summarise(
         s.unavailable = Some("the mock backend emulates a device: nothing runs anywhere".into());
         return s;
     }
-    if plain_cpu(b) {
+    if traits.plain_cpu {
         s.source = Some("the backend is a CPU engine: every node runs on the CPU".into());
         s.nodes_on_device = Some(nodes.len());
         s.macs_on_device = Some(total_macs);
@@ -130,7 +121,8 @@ pub fn probe(
     shapes: &[crate::model::InputShape],
 ) -> anyhow::Result<PlacementSummary> {
     let a = crate::model::analyse(model, shapes)?;
-    if plain_cpu(b) || class::device_class(b) == DeviceClass::Emulated {
+    let traits = backend::describe(b);
+    if traits.plain_cpu || traits.class == DeviceClass::Emulated {
         return Ok(summarise(b, &a, Err(String::new())));
     }
     let run = || -> anyhow::Result<Placement> {

@@ -38,11 +38,7 @@ pub const DEFAULT_RUNS: usize = 10;
 
 /// Placement with the nodes that fell back to the CPU although an accelerator was asked for.
 pub fn placement_record(p: Placement, spec: &BackendSpec) -> PlacementRecord {
-    let accelerated = match spec.backend.as_str() {
-        "cpu" => false,
-        "ort" => spec.provider.as_deref().is_some_and(|p| p != "cpu"),
-        _ => true,
-    };
+    let accelerated = crate::backend::describe_spec(spec).reports_cpu_fallback;
     PlacementRecord {
         source: p.source.clone(),
         nodes_by_device: p.by_device(),
