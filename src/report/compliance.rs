@@ -191,7 +191,18 @@ fn head(r: &GradeReport, b: &mut Vec<Block>) {
     )));
 }
 
-/// Levels at a glance.
+/// The verdict of the clause that owns a fact: the clause `id` titled `title` whose
+/// requirement starts with `subject`. Views read verdicts from the clause table and never
+/// judge again, so no table can say PASS where its clause says INVALID.
+fn owned_verdict(r: &GradeReport, id: &str, title: &str, subject: &str) -> String {
+    r.clauses
+        .iter()
+        .find(|c| c.clause == id && c.title == title && c.requirement.starts_with(subject))
+        .map(|c| c.verdict.to_string())
+        .unwrap_or_else(|| format!("n/a: no {id} clause"))
+}
+
+/// Levels at a glance; each verdict is its clause's.
 fn levels(r: &GradeReport, b: &mut Vec<Block>) {
     let mut t = Table::new(&["table", "what", "measured", "level", "required", "verdict"]);
     if let Some(m) = &r.model {
@@ -213,20 +224,17 @@ fn levels(r: &GradeReport, b: &mut Vec<Block>) {
         ]);
     }
     for a in &r.accuracy {
+        let precision = a
+            .precision
+            .map(|p| p.to_string().to_uppercase())
+            .unwrap_or_else(|| "?".into());
         t.row(vec![
             "Table 3".into(),
-            format!(
-                "accuracy, {}",
-                a.precision
-                    .map(|p| p.to_string())
-                    .unwrap_or_else(|| "?".into())
-            ),
+            format!("accuracy, {precision}"),
             format!("MSE {}", num(a.mse)),
             level(a.level),
             format!("{} (Table 4)", r.profile.accuracy.required),
-            a.verdict
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "n/a".into()),
+            owned_verdict(r, "§6.2 i", "Accuracy (Table 3)", &format!("{precision}:")),
         ]);
     }
     if let Some(sp) = &r.speed {
@@ -242,7 +250,7 @@ fn levels(r: &GradeReport, b: &mut Vec<Block>) {
             ),
             level(sp.achieved),
             sp.required.to_string(),
-            if sp.meets { "PASS" } else { "FAIL" }.into(),
+            owned_verdict(r, "Table 5", "Speed level", ""),
         ]);
     }
     b.push(Block::Heading("Levels".into()));
