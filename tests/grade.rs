@@ -89,7 +89,16 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
     assert_eq!(r["stages"].as_array().unwrap().len(), 6);
     // Provenance from the build: the commit and the cargo features the binary was built with.
     assert_eq!(r["tool"]["git_commit"], acceval::util::build_info::commit());
-    let features: Vec<String> = acceval::util::build_info::features();
+    let features: Vec<&str> = r["tool"]["features"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f.as_str()).collect())
+        .unwrap_or_default(); // absent when built with none
+    assert_eq!(
+        features,
+        acceval::util::build_info::features(),
+        "{}",
+        r["tool"]
+    );
     assert_eq!(
         r["tool"]["features"],
         serde_json::json!(features),

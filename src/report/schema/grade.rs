@@ -33,9 +33,9 @@ pub struct Tool {
     /// The commit acceval was built from, captured at build time (`... (modified)` when its
     /// sources differed from that commit).
     pub git_commit: String,
-    /// The cargo features it was built with (absent in reports written before they were
-    /// recorded).
-    #[serde(default)]
+    /// The cargo features it was built with. Absent when there were none, and in reports
+    /// written before they were recorded (whose manifests must re-serialise byte for byte).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub features: Vec<String>,
 }
 
