@@ -76,7 +76,8 @@ fn every_api_gives_the_timings_the_server_was_built_with() {
             "{api}: {err} {}",
             v["runs"][0]["records"][0]["error"]
         );
-        // The JSON reads back into the typed report.
+        // The JSON matches its schema and reads back into the typed report.
+        common::assert_schema_valid("llm.schema.json", &v);
         let typed: LlmReport = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(typed.runs[0].records.len(), 6);
         let run = &v["runs"][0];

@@ -10,23 +10,13 @@ use common::*;
 use serde_json::Value;
 
 fn schema(file: &str) -> Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("schemas")
-        .join(file);
-    serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
-        .unwrap()
+    common::schema(file)
 }
 
 /// Panics with every violation when `doc` does not match `schemas/FILE`.
 fn assert_valid(file: &str, doc: &str) {
     let doc: Value = serde_json::from_str(doc).unwrap_or_else(|e| panic!("not JSON ({e}): {doc}"));
-    let s = schema(file);
-    let v = jsonschema::validator_for(&s).unwrap();
-    let errors: Vec<String> = v
-        .iter_errors(&doc)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{file}: {errors:#?}");
+    common::assert_schema_valid(file, &doc);
 }
 
 #[test]

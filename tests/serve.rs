@@ -501,6 +501,7 @@ fn qps_finds_the_max_rate_of_acceval_serve() {
     let exported: Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("e.json")).unwrap()).unwrap();
     assert_eq!(exported, v, "--export-json writes what --json prints");
+    common::assert_schema_valid("qps.schema.json", &v);
     let typed: acceval::report::schema::qps::QpsReport =
         serde_json::from_value(v.clone()).expect("the JSON reads back into the typed report");
     assert_eq!(typed.steps.len(), v["steps"].as_array().unwrap().len());

@@ -142,3 +142,23 @@ pub fn python_with(modules: &str, fix: &str) -> Option<String> {
         }
     }
 }
+
+/// `schemas/FILE` (committed, generated from the types) as JSON.
+pub fn schema(file: &str) -> serde_json::Value {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("schemas")
+        .join(file);
+    serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .unwrap()
+}
+
+/// Panics with every violation when `doc` does not match `schemas/FILE`.
+pub fn assert_schema_valid(file: &str, doc: &serde_json::Value) {
+    let s = schema(file);
+    let v = jsonschema::validator_for(&s).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{file}: {errors:#?}");
+}

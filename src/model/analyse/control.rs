@@ -242,22 +242,11 @@ impl<'m> Walker<'m> {
                 "Loop node '{label}': trip count is not static; its body is counted once (per iteration)"
             ),
         });
+        // Body outputs: the condition, the loop-carried values, then the scan outputs.
         let n_carried = body.input.len().saturating_sub(2);
-        let mut outs = Vec::with_capacity(node.output.len());
-        for (k, bo) in body.output.iter().enumerate().skip(1) {
-            let mut f = output_fact(&child, bo);
-            if k > n_carried
-                && let Some(s) = &mut f.shape
-            {
-                // Scan output: stacked over iterations.
-                let d = trip
-                    .map(Dim::Known)
-                    .unwrap_or_else(|| Dim::Sym(format!("{label}:trip")));
-                s.insert(0, d);
-            }
-            outs.push(f);
-        }
-        outs.resize(node.output.len(), Fact::unknown());
+        let body_outs = body.output.iter().skip(1).map(|bo| output_fact(&child, bo));
+        let symbol = format!("{label}:trip");
+        let outs = stacked(body_outs, n_carried, trip, &symbol, node.output.len());
         Ok((outs, t))
     }
 
@@ -311,22 +300,41 @@ impl<'m> Walker<'m> {
                 format!("Scan node '{label}': scan length is not static; its body is counted once")
             }
         });
-        let mut outs = Vec::with_capacity(node.output.len());
-        for (k, bo) in body.output.iter().enumerate() {
-            let mut f = output_fact(&child, bo);
+        // Body outputs: the state variables, then the scan outputs.
+        let body_outs = body.output.iter().map(|bo| output_fact(&child, bo));
+        let symbol = format!("{label}:scan");
+        let outs = stacked(body_outs, n_state, trip, &symbol, node.output.len());
+        Ok((outs, t))
+    }
+}
+
+/// A Loop's or a Scan's outputs from its body's (after Loop's condition): the first `n_state`
+/// are the state carried from iteration to iteration, as the body gives them; each one after
+/// is stacked over the iterations, with a leading dim of `trip`, or the symbol `symbol` when
+/// the count is not static. Padded with unknown facts to the node's `n_outputs`.
+fn stacked(
+    body_outs: impl Iterator<Item = Fact>,
+    n_state: usize,
+    trip: Option<i64>,
+    symbol: &str,
+    n_outputs: usize,
+) -> Vec<Fact> {
+    let mut outs: Vec<Fact> = body_outs
+        .enumerate()
+        .map(|(k, mut f)| {
             if k >= n_state
                 && let Some(s) = &mut f.shape
             {
                 let d = trip
                     .map(Dim::Known)
-                    .unwrap_or_else(|| Dim::Sym(format!("{label}:scan")));
+                    .unwrap_or_else(|| Dim::Sym(symbol.to_string()));
                 s.insert(0, d);
             }
-            outs.push(f);
-        }
-        outs.resize(node.output.len(), Fact::unknown());
-        Ok((outs, t))
-    }
+            f
+        })
+        .collect();
+    outs.resize(n_outputs, Fact::unknown());
+    outs
 }
 
 /// The chosen branch's outputs, with a symbolic dim wherever the branches disagree.
@@ -348,4 +356,51 @@ fn merge_branches(mut merged: Vec<Fact>, all: &[Vec<Fact>], label: &str) -> Vec<
         }
     }
     merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::shape::Shape;
+
+    fn f(dims: &[i64]) -> Fact {
+        Fact::new(
+            Some(DataType::FLOAT),
+            dims.iter().map(|&d| Dim::Known(d)).collect(),
+        )
+    }
+
+    /// One rule for both: state outputs pass through, every output after them gains the
+    /// iteration count (or its symbol) as a leading dim, and missing outputs are unknown.
+    /// Loop's body outputs after its condition: 1 carried value, 2 scan outputs.
+    #[test]
+    fn loop_and_scan_outputs_stack_after_the_state() {
+        let body = || vec![f(&[4]), f(&[2, 3]), f(&[])].into_iter();
+        let shapes = |outs: &[Fact]| -> Vec<Option<Shape>> {
+            outs.iter().map(|o| o.shape.clone()).collect()
+        };
+        // Loop with a static trip count of 5, one carried value.
+        let outs = stacked(body(), 1, Some(5), "l:trip", 3);
+        assert_eq!(
+            shapes(&outs),
+            vec![
+                Some(vec![Dim::Known(4)]),
+                Some(vec![Dim::Known(5), Dim::Known(2), Dim::Known(3)]),
+                Some(vec![Dim::Known(5)]),
+            ]
+        );
+        // Scan with two state variables and a length that is not static; the node declares
+        // one output more than the body gives.
+        let outs = stacked(body(), 2, None, "s:scan", 4);
+        assert_eq!(outs[0].shape, Some(vec![Dim::Known(4)]));
+        assert_eq!(outs[1].shape, Some(vec![Dim::Known(2), Dim::Known(3)]));
+        assert_eq!(outs[2].shape, Some(vec![Dim::Sym("s:scan".into())]));
+        assert_eq!(outs[3].shape, None);
+        // No state: everything is stacked.
+        let outs = stacked(body(), 0, Some(1), "x", 3);
+        assert!(
+            outs.iter()
+                .all(|o| o.shape.as_ref().unwrap()[0] == Dim::Known(1))
+        );
+    }
 }

@@ -56,6 +56,8 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
         ("inspect.schema.json", schema_for!(inspect::Analysis)),
         ("train.schema.json", schema_for!(train::TrainReport)),
         ("zoo-list.schema.json", schema_for!(zoo::Listing)),
+        ("qps.schema.json", schema_for!(qps::QpsReport)),
+        ("llm.schema.json", schema_for!(llm::LlmReport)),
     ]
 }
 
