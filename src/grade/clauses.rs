@@ -373,22 +373,17 @@ fn framework(backend: &str, e: &Evidence) -> Found {
 }
 
 /// The accuracy result of a precision (`fp32`, `fp16`, `int8`).
-fn graded<'a>(e: &'a Evidence, precision: &str) -> Option<&'a AccuracyReport> {
-    e.accuracy.iter().find(|a| {
-        a.precision
-            .map(|x| format!("{x:?}").to_lowercase())
-            .as_deref()
-            == Some(precision)
-    })
+fn graded(e: &Evidence, precision: Precision) -> Option<&AccuracyReport> {
+    e.accuracy.iter().find(|a| a.precision == Some(precision))
 }
 
 /// §6 e: INT8 and FP16 inference.
 fn precision(p: &Profile, e: &Evidence) -> Found {
     let mut f = Found::default();
-    let ran = |prec: &str| graded(e, prec).is_some_and(|a| a.complete);
-    let asked = |prec: &str| p.model.precisions.iter().any(|x| x == prec);
-    let ok = ran("int8") && ran("fp16");
-    let both = asked("int8") && asked("fp16");
+    let ran = |prec| graded(e, prec).is_some_and(|a| a.complete);
+    let asked = |prec| p.model.precisions.contains(&prec);
+    let ok = ran(Precision::Int8) && ran(Precision::Fp16);
+    let both = asked(Precision::Int8) && asked(Precision::Fp16);
     let list: Vec<String> = e
         .accuracy
         .iter()
@@ -599,9 +594,9 @@ fn accuracy_verdict(a: &AccuracyReport) -> (String, Verdict, Option<String>) {
 /// §6.2 i: Table 3 against Table 4, per graded precision.
 fn accuracy(p: &Profile, e: &Evidence) -> Found {
     let mut f = Found::default();
-    for prec in &p.model.precisions {
+    for &prec in &p.model.precisions {
         let a = graded(e, prec);
-        let err = e.accuracy_errors.iter().find(|x| &x.precision == prec);
+        let err = e.accuracy_errors.iter().find(|x| x.precision == prec);
         let (measured, verdict, reason) = match (a, err) {
             (Some(a), _) => accuracy_verdict(a),
             (None, Some(x)) => ("not measured".into(), Verdict::Fail, Some(x.error.clone())),
@@ -614,7 +609,7 @@ fn accuracy(p: &Profile, e: &Evidence) -> Found {
         if verdict != Verdict::Pass {
             f.reasons.push(format!(
                 "accuracy {}: {}",
-                prec.to_uppercase(),
+                prec,
                 reason
                     .clone()
                     .unwrap_or_else(|| "below the required level".into())
@@ -625,7 +620,7 @@ fn accuracy(p: &Profile, e: &Evidence) -> Found {
             "Accuracy (Table 3)",
             format!(
                 "{}: Table 3 level {} or stricter (Table 4, {}), against an independent reference that null outputs fail",
-                prec.to_uppercase(),
+                prec,
                 p.accuracy.required,
                 p.scenario
             ),
@@ -828,7 +823,7 @@ fn speed(p: &Profile, e: &Evidence) -> Found {
     let level = lat.zip(fps).and_then(|(l, x)| p.speed_level(l, x));
     let valid = s.validity.result == Verdict::Valid;
     let speed_ok = valid && profile::speed_meets(level, p.speed.required) && s.complete;
-    let t = p.speed.levels.get(&p.speed.required.to_string());
+    let t = p.speed.levels.get(&p.speed.required);
     let pass = |ok: bool| if ok { Verdict::Pass } else { Verdict::Fail };
     f.add(
         "§7.2.3",
@@ -1172,9 +1167,9 @@ fn telemetry(p: &Profile, b: &BackendSettings, e: &Evidence) -> Found {
         .filter(|s| {
             !t.sensors
                 .iter()
-                .any(|x| &x.sensor == *s && x.status.is_available())
+                .any(|x| x.sensor == s.as_str() && x.status.is_available())
         })
-        .map(String::as_str)
+        .map(|s| s.as_str())
         .collect();
     let accel = accelerator_missing(b, t);
     let ok = missing.is_empty() && accel.is_none();
@@ -1204,7 +1199,12 @@ fn telemetry(p: &Profile, b: &BackendSettings, e: &Evidence) -> Found {
             if p.telemetry.require.is_empty() {
                 "none".to_string()
             } else {
-                p.telemetry.require.join(", ")
+                p.telemetry
+                    .require
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         ),
         format!("{}; {power}", util.join("; ")),

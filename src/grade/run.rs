@@ -19,6 +19,7 @@ use crate::accuracy::evaluate::{self, EvalOptions};
 use crate::backend::BackendSettings;
 use crate::measure::bench::{self, BenchSettings, TelemetrySettings};
 use crate::measure::harness::Policy;
+use crate::report::schema::Precision;
 use crate::report::schema::bench::BenchMode;
 use crate::report::schema::grade::{
     AccuracyError, Decision, GradeReport, ModelSummary, SCHEMA, SpeedResult, Stage, StageStatus,
@@ -136,15 +137,12 @@ pub fn tool() -> Tool {
 }
 
 /// The zoo model of a precision: `yolov8n-line` + int8 → `yolov8n-line-int8`.
-fn variant(base: &str, precision: &str) -> String {
-    match precision {
-        "fp32" => base.to_string(),
-        p => format!("{base}-{p}"),
-    }
+fn variant(base: &str, precision: Precision) -> String {
+    format!("{base}{}", precision.suffix())
 }
 
 /// The model whose accuracy is graded at `precision`: the zoo variant, or the profile's file.
-fn accuracy_model_name(p: &Profile, precision: &str) -> String {
+fn accuracy_model_name(p: &Profile, precision: Precision) -> String {
     if zoo::parse_name(&p.model.name).is_some() {
         variant(&p.model.name, precision)
     } else {
@@ -154,7 +152,7 @@ fn accuracy_model_name(p: &Profile, precision: &str) -> String {
 
 /// The model whose speed (and QPS) is measured.
 pub fn speed_model_name(p: &Profile) -> String {
-    accuracy_model_name(p, &p.model.speed_precision)
+    accuracy_model_name(p, p.model.speed_precision)
 }
 
 /// Runs the grade of `s`; `stop` (Ctrl-C) ends it early with an INCOMPLETE report.
@@ -257,20 +255,17 @@ fn stage_accuracy(c: &Ctx, e: &mut Evidence) -> anyhow::Result<()> {
     let t = Instant::now();
     let mut interrupted = false;
     if e.model_path.is_some() {
-        for prec in &c.p.model.precisions {
+        for &prec in &c.p.model.precisions {
             if c.stopped() {
                 interrupted = true;
                 break;
             }
-            c.progress.set_message(format!(
-                "accuracy of {} on {} (Table 3)",
-                prec.to_uppercase(),
-                c.backend()
-            ));
+            c.progress
+                .set_message(format!("accuracy of {} on {} (Table 3)", prec, c.backend()));
             match grade_precision(c, prec) {
                 Ok(a) => e.accuracy.push(a),
                 Err(err) => e.accuracy_errors.push(AccuracyError {
-                    precision: prec.clone(),
+                    precision: prec,
                     error: format!("{err:#}"),
                 }),
             }
@@ -294,7 +289,7 @@ fn stage_accuracy(c: &Ctx, e: &mut Evidence) -> anyhow::Result<()> {
 /// The accuracy report of one precision.
 fn grade_precision(
     c: &Ctx,
-    prec: &str,
+    prec: Precision,
 ) -> anyhow::Result<crate::report::schema::accuracy::AccuracyReport> {
     let model = zoo::resolve(Path::new(&accuracy_model_name(&c.p, prec)))?;
     let reference =
@@ -328,7 +323,7 @@ pub fn speed_settings(
     ptd: Option<String>,
 ) -> BenchSettings {
     BenchSettings {
-        model_only: p.speed.mode == BenchMode::ModelOnly.to_string(),
+        model_only: p.speed.mode == BenchMode::ModelOnly,
         policy: Policy {
             warmup: p.policy.warmup,
             warmup_time_s: p.policy.warmup_time_s,
@@ -358,7 +353,7 @@ fn stage_speed(c: &Ctx, e: &mut Evidence) {
     }
     c.progress.set_message(format!(
         "latency, FPS and telemetry of {} on {} (§7.2.3–7.2.6)",
-        c.p.model.speed_precision.to_uppercase(),
+        c.p.model.speed_precision,
         c.backend()
     ));
     let res = zoo::resolve(Path::new(&speed_model_name(&c.p))).and_then(|model| {
@@ -410,7 +405,7 @@ fn stage_qps(c: &Ctx, e: &mut Evidence) {
     }
     c.progress.set_message(format!(
         "QPS of {} served on {} at 127.0.0.1 (§7.2.5)",
-        c.p.model.speed_precision.to_uppercase(),
+        c.p.model.speed_precision,
         c.backend()
     ));
     let q = c.p.qps.as_ref().expect("the profile has [qps]");
@@ -548,7 +543,7 @@ fn speed_result(p: &Profile, e: &Evidence) -> Option<SpeedResult> {
     });
     Some(SpeedResult {
         model: e.speed_model.as_ref().map(|m| m.display().to_string()),
-        precision: p.model.speed_precision.clone(),
+        precision: p.model.speed_precision,
         percentile: q,
         latency_at_percentile_ms: lat,
         fps: s.fps.value,

@@ -56,10 +56,8 @@ pub fn llm(
     progress: &Progress,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<LlmReport> {
-    use clap::ValueEnum;
     let mut s = LlmSettings::new(&url, &l.model);
-    s.api = crate::protocol::generate::Api::from_str(&l.api, false)
-        .map_err(|e| anyhow::anyhow!("[llm] api: {e}"))?;
+    s.api = l.api;
     s.dataset = Dataset::Synthetic(Some(synthetic_config));
     s.concurrency = l.concurrency;
     s.warmup = l.warmup;
@@ -80,12 +78,7 @@ pub fn train_settings(
         lr: None,
         seed: t.seed,
         precision: "fp32".into(),
-        target: t
-            .target
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(|e: String| anyhow::anyhow!("[train] target: {e}"))?,
+        target: t.target.clone(),
         repeat: 1,
         device: "cpu".into(),
         warmup_steps: 1,

@@ -324,7 +324,7 @@ fn accuracy(r: &GradeReport, b: &mut Vec<Block>) {
     }
     for e in &r.accuracy_errors {
         let mut row = vec![
-            e.precision.to_uppercase(),
+            e.precision.to_string(),
             "—".into(),
             String::new(),
             "not measured".into(),
@@ -431,8 +431,8 @@ fn speed(r: &GradeReport, b: &mut Vec<Block>) {
         )));
     }
     let mut t = Table::new(&["level", "max latency (ms)", "min FPS"]);
-    for l in ["C1", "C2", "C3", "C4"] {
-        let x = sp.thresholds.get(l);
+    for l in [Level::C1, Level::C2, Level::C3, Level::C4] {
+        let x = sp.thresholds.get(&l);
         t.row(vec![
             format!("{l} (profile)"),
             onum(x.map(|x| x.max_latency_ms)),

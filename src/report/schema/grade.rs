@@ -25,6 +25,8 @@ pub const MANIFEST_SCHEMA: &str = "acceval.manifest/2";
 /// Manifests written before `provenance_sha256` existed (verified without it).
 pub const MANIFEST_SCHEMA_V1: &str = "acceval.manifest/1";
 
+use super::Precision;
+
 /// The tool that wrote a report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Tool {
@@ -130,7 +132,7 @@ pub struct ModelSummary {
 /// A precision whose accuracy could not be measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AccuracyError {
-    pub precision: String,
+    pub precision: Precision,
     pub error: String,
 }
 
@@ -147,7 +149,7 @@ pub struct Timeline {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SpeedResult {
     pub model: Option<String>,
-    pub precision: String,
+    pub precision: Precision,
     /// The judged percentile, 0–100.
     pub percentile: f64,
     pub latency_at_percentile_ms: Option<f64>,
@@ -156,7 +158,7 @@ pub struct SpeedResult {
     pub achieved: Option<Level>,
     pub required: Level,
     pub meets: bool,
-    pub thresholds: BTreeMap<String, SpeedLevel>,
+    pub thresholds: BTreeMap<Level, SpeedLevel>,
     /// The forward pass's achieved GFLOP/s and share of the device's peak (also in `bench`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<ComputeRate>,

@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::Precision;
+use super::bench::BenchMode;
+use super::llm::Api;
+use super::train::Target;
 use crate::standard::Level;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
@@ -49,7 +53,9 @@ pub struct TrainSection {
     pub samples: Option<usize>,
     pub eval_samples: Option<usize>,
     /// METRIC<=X or METRIC>=X: time to target is measured against it.
-    pub target: Option<String>,
+    #[serde(default, with = "target_text")]
+    #[schemars(with = "Option<String>")]
+    pub target: Option<Target>,
     /// The profile's bound: time to target at most this, s (needs `target`).
     pub max_time_to_target_s: Option<f64>,
     /// The profile's bound: the single-step P90 at most this, ms.
@@ -70,9 +76,9 @@ pub struct ModelSection {
     /// A zoo model (`yolov8n-line`) or an ONNX file (relative to the profile).
     pub name: String,
     /// Precisions graded for accuracy: `fp32`, `fp16`, `int8` (zoo variants).
-    pub precisions: Vec<String>,
+    pub precisions: Vec<Precision>,
     /// The precision whose speed is measured.
-    pub speed_precision: String,
+    pub speed_precision: Precision,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
@@ -117,9 +123,9 @@ pub struct SpeedSection {
     /// The latency percentile the levels are judged on, e.g. 90 (MLPerf SingleStream).
     pub percentile: f64,
     /// `pipeline` (decode, pre-process, forward, post-process) or `model-only`.
-    pub mode: String,
-    /// The profile's thresholds: `C1` .. `C4`.
-    pub levels: BTreeMap<String, SpeedLevel>,
+    pub mode: BenchMode,
+    /// The profile's thresholds: `C1` .. `C4`, every one.
+    pub levels: BTreeMap<Level, SpeedLevel>,
     /// The accelerator's FP32 peak, GFLOP/s, as its vendor states it: the denominator of
     /// the speed stage's share of peak where acceval cannot measure one (an NPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,7 +167,7 @@ pub struct LlmSection {
     pub model: String,
     /// openai, openai-chat, tgi, triton or vllm.
     #[serde(default = "default_llm_api")]
-    pub api: String,
+    pub api: Api,
     /// MindIE's synthetic_config.json, relative to the profile.
     pub synthetic_config: String,
     #[serde(default = "default_one")]
@@ -178,8 +184,8 @@ pub struct LlmSection {
     pub min_generate_speed: Option<f64>,
 }
 
-fn default_llm_api() -> String {
-    "openai".into()
+fn default_llm_api() -> Api {
+    Api::Openai
 }
 fn default_one() -> usize {
     1
@@ -238,7 +244,61 @@ pub struct TelemetrySection {
     /// Sensors that must be available (`cpu`, `process`, `nvml`, `dcmi`, `rapl`, `ipmi`,
     /// `ptdaemon`); the grade fails when one is not.
     #[serde(default)]
-    pub require: Vec<String>,
+    pub require: Vec<SensorName>,
+}
+
+/// A telemetry sensor a profile can require (`device::telemetry`'s names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SensorName {
+    Cpu,
+    Process,
+    Nvml,
+    Dcmi,
+    Rapl,
+    Ipmi,
+    Ptdaemon,
+}
+
+impl SensorName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SensorName::Cpu => "cpu",
+            SensorName::Process => "process",
+            SensorName::Nvml => "nvml",
+            SensorName::Dcmi => "dcmi",
+            SensorName::Rapl => "rapl",
+            SensorName::Ipmi => "ipmi",
+            SensorName::Ptdaemon => "ptdaemon",
+        }
+    }
+}
+
+impl std::fmt::Display for SensorName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A training target as the text `METRIC<=X` / `METRIC>=X` (its `FromStr`), in the profile
+/// and in the report that records it.
+mod target_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Target;
+
+    pub fn serialize<S: Serializer>(t: &Option<Target>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => s.serialize_str(&t.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Target>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|s| s.parse::<Target>().map_err(serde::de::Error::custom))
+            .transpose()
+    }
 }
 
 /// §7.2.1: what cannot be measured, attested by the lab (free text: what, version, where).
