@@ -99,12 +99,46 @@ fn bigdata_forecast_on_cpu_is_complete_verifiable_and_rerenderable() {
         "{}",
         r["tool"]
     );
-    assert_eq!(
-        r["tool"]["features"],
-        serde_json::json!(features),
-        "{}",
-        r["tool"]
+    // Raw samples kept: `report --format samples` recomputes every latency statistic from
+    // samples.csv and finds the summary's, and the samples carry a wall-clock anchor within
+    // this test's run.
+    let origin = r["speed"]["bench"]["origin_unix_ms"]
+        .as_f64()
+        .expect("origin_unix_ms");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1e3;
+    assert!(
+        origin <= now_ms && origin > now_ms - 600e3,
+        "{origin} vs {now_ms}"
     );
+    let (code, out, err) = acceval(&["report", dir.to_str().unwrap(), "--format", "samples"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("Every statistic equals its recomputation"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| latency_ms") && out.contains("| p99"),
+        "{out}"
+    );
+    // A sample edited in the folder is found: the recomputed statistics no longer agree.
+    let edited = tmp.path().join("edited");
+    std::fs::create_dir_all(&edited).unwrap();
+    for f in ["report.json", "samples.csv"] {
+        std::fs::copy(dir.join(f), edited.join(f)).unwrap();
+    }
+    let csv = std::fs::read_to_string(edited.join("samples.csv")).unwrap();
+    let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
+    let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
+    cells[2] = "100000".into(); // latency_ms of sample 0
+    lines[1] = cells.join(",");
+    std::fs::write(edited.join("samples.csv"), lines.join("\n") + "\n").unwrap();
+    let (code, out, _) = acceval(&["report", edited.to_str().unwrap(), "--format", "samples"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("differ from what samples.csv gives"), "{out}");
     // The LLM stage against the timed test server: 6 requests, none failed, judged PASS.
     let run = &r["llm"]["runs"][0];
     assert_eq!(run["total"], 6);

@@ -93,7 +93,8 @@ pub enum Command {
     /// Render a report folder's views again from its report.json.
     Report {
         dir: PathBuf,
-        /// md, html or csv (the clause table).
+        /// md, html, csv (the clause table), or samples (every latency statistic recomputed
+        /// from samples.csv beside the summary; exit 1 when one differs).
         #[arg(long, default_value = "md")]
         format: String,
     },

@@ -623,6 +623,7 @@ fn summarise(x: SummaryInput) -> anyhow::Result<BenchReport> {
         compute: None,
         samples: m.samples.len(),
         wall_s: m.wall_s,
+        origin_unix_ms: (m.origin_unix_ms > 0.0).then_some(m.origin_unix_ms),
         complete: !m.interrupted && m.error.is_none(),
         error: m
             .error

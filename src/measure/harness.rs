@@ -22,6 +22,9 @@ pub struct Measured {
     pub samples: Vec<Sample>,
     /// Wall time from the first steady sample's start to the last one's end, s.
     pub wall_s: f64,
+    /// The UNIX time of the steady window's start, ms: the origin of every sample's
+    /// `start_ms` (an offset on the monotonic clock), so runs and ranks can be aligned.
+    pub origin_unix_ms: f64,
     /// Ctrl-C (or another stop request) ended the run early.
     pub interrupted: bool,
     /// The sample that failed, when one did.
@@ -61,6 +64,7 @@ where
         warmup_ms: 0.0,
         samples: Vec::new(),
         wall_s: 0.0,
+        origin_unix_ms: 0.0,
         interrupted: false,
         error: None,
     };
@@ -92,6 +96,9 @@ where
         .reserve(policy.runs.max(by_time).clamp(16, 50_000_000));
     on_start();
     let t0 = Instant::now();
+    m.origin_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e3);
     let mut last_progress = t0;
     let mut sum_ms = 0.0;
     loop {

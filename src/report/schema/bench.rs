@@ -38,7 +38,8 @@ pub struct Policy {
 /// One timed sample.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
 pub struct Sample {
-    /// Start, ms after the first steady sample started.
+    /// Start, ms after the steady window's start (`BenchReport::origin_unix_ms`), on the
+    /// monotonic clock.
     pub start_ms: f64,
     /// End to end, ms (host wall clock around the closure).
     pub total_ms: f64,
@@ -153,6 +154,11 @@ pub struct BenchReport {
     pub compute: Option<ComputeRate>,
     pub samples: usize,
     pub wall_s: f64,
+    /// The UNIX time of the steady window's start, ms: every sample's `start_ms` in
+    /// `samples.csv` is an offset from it on the monotonic clock (absent in reports written
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin_unix_ms: Option<f64>,
     /// False when the run was interrupted or a sample failed; `error` says which.
     pub complete: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
