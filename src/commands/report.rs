@@ -73,6 +73,20 @@ fn columns(path: &Path) -> anyhow::Result<Vec<(String, Vec<f64>)>> {
     Ok(cols)
 }
 
+/// A statistic of a summary: its name and how to read it.
+type Stat = (&'static str, fn(&Summary) -> f64);
+
+/// The statistics compared, in the order printed.
+const STATS: [Stat; 7] = [
+    ("n", |s| s.n as f64),
+    ("mean", |s| s.mean),
+    ("min", |s| s.min),
+    ("p50", |s| s.p50),
+    ("p90", |s| s.p90),
+    ("p99", |s| s.p99),
+    ("max", |s| s.max),
+];
+
 /// Recomputes every summary of the bench from `samples.csv`; exit 1 when one differs.
 fn samples(dir: &Path) -> anyhow::Result<Outcome> {
     let b = bench_of(dir)?;
@@ -89,16 +103,7 @@ fn samples(dir: &Path) -> anyhow::Result<Outcome> {
         };
         let again = Summary::of(values);
         let stat = |s: Option<&Summary>, f: fn(&Summary) -> f64| s.map(f);
-        let rows: [(&str, fn(&Summary) -> f64); 7] = [
-            ("n", |s| s.n as f64),
-            ("mean", |s| s.mean),
-            ("min", |s| s.min),
-            ("p50", |s| s.p50),
-            ("p90", |s| s.p90),
-            ("p99", |s| s.p99),
-            ("max", |s| s.max),
-        ];
-        for (label, f) in rows {
+        for (label, f) in STATS {
             let (a, x) = (stat(summary, f), stat(again.as_ref(), f));
             let equal = a.is_some() && a == x;
             differ += usize::from(!equal);
