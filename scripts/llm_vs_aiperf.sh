@@ -33,7 +33,7 @@ for C in "${@:-1 2}"; do
     echo "== AIPerf, concurrency $c"
     grep -E 'Time to First Token \(ms\)|Request Latency \(ms\)|Inter Token Latency|Output Sequence Length|Request Throughput|Output Token Throughput \(tokens/sec\) ' "$TMP/aiperf-$c.log"
     taskset -c 1 target/release/acceval llm --url "http://127.0.0.1:$PORT" --model tiny-llama --dataset "$TMP/acc.jsonl" \
-      --concurrency "$c" --warmup 2 --tokenizer "$TOKDIR/tokenizer.json" --json >"$TMP/acc-$c.json" 2>/dev/null
+      --concurrency "$c" --warmup-requests 2 --tokenizer "$TOKDIR/tokenizer.json" --json >"$TMP/acc-$c.json" 2>/dev/null
     echo "== acceval llm, concurrency $c"
     python3 -c "
 import json

@@ -65,7 +65,7 @@ echo "== wrk -t2 -c$C -d${D}s (closed loop, $C connections)"
 wrk -t2 -c"$C" -d"${D}s" --latency -s "$TMP/post.lua" "$ADDR/v2/models/mm/infer" | tee "$TMP/wrk.txt"
 echo "== acceval qps --mode closed --concurrency $C --step-duration $D"
 "$BIN" qps --url "$ADDR" --model mm --input-file "$TMP/body.json" --mode closed --concurrency "$C" \
-  --step-duration "$D" --warmup 0 --slo 'p99<=1s' --json >"$TMP/qps.json"
+  --step-duration "$D" --warmup-s 0 --slo 'p99<=1s' --json >"$TMP/qps.json"
 WRK="$(awk '/Requests\/sec/ {print $2}' "$TMP/wrk.txt")"
 ACC="$(python3 -c "import json,sys; v=json.load(open(sys.argv[1])); s=v['steps'][0]; print(f\"{s['achieved_rps']:.1f} {s['sent']} {s['failed']} {s['latency_ms']['p50']:.3f} {s['latency_ms']['p99']:.3f}\")" "$TMP/qps.json")"
 read -r ACC_RPS ACC_SENT ACC_FAILED ACC_P50 ACC_P99 <<<"$ACC"

@@ -290,3 +290,104 @@ fn version_of_a_copied_binary_names_the_commit_it_was_built_from() {
         assert!(text.contains("features cuda"), "{text}");
     }
 }
+
+/// One flag, one meaning: `--warmup` counts runs (bench, as hyperfine); the spellings that
+/// meant seconds (qps) or requests (llm), qps's `--precision` (a share) and train's
+/// `--device` are refused with the flag to use; grade takes the common output flags.
+#[test]
+fn each_flag_means_one_thing_and_old_spellings_say_what_to_use() {
+    for (args, hint) in [
+        (
+            vec![
+                "qps",
+                "--url",
+                "http://127.0.0.1:1",
+                "--model",
+                "m",
+                "--warmup",
+                "1",
+            ],
+            "--warmup-s",
+        ),
+        (
+            vec![
+                "qps",
+                "--url",
+                "http://127.0.0.1:1",
+                "--model",
+                "m",
+                "--precision",
+                "0.1",
+            ],
+            "--search-precision",
+        ),
+        (
+            vec![
+                "llm",
+                "--url",
+                "http://127.0.0.1:1",
+                "--model",
+                "m",
+                "--warmup",
+                "1",
+            ],
+            "--warmup-requests",
+        ),
+        (
+            vec![
+                "train",
+                "--workload",
+                "lstm-load-forecast",
+                "--device",
+                "cpu",
+            ],
+            "--backend candle",
+        ),
+    ] {
+        let (code, _, err) = acceval(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(hint), "{args:?}: {err}");
+    }
+    // bench's --warmup is the documented alias of --warmup-runs (same unit: runs).
+    let dir = tempfile::tempdir().unwrap();
+    let m = write(
+        GraphBuilder::new("g")
+            .input("x", F, &[1, 4])
+            .node(node("Relu", &["x"], &["y"], vec![]))
+            .output("y", F, &[1, 4]),
+        17,
+    );
+    for flag in ["--warmup", "--warmup-runs"] {
+        let (code, out, err) = acceval(&[
+            "bench",
+            "--model",
+            m.path.to_str().unwrap(),
+            flag,
+            "3",
+            "--runs",
+            "5",
+            "--duration",
+            "0",
+            "--allow-invalid",
+            "--sample-ms",
+            "0",
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["warmup_samples"], 3, "{flag}");
+    }
+    // grade's outputs are OutputArgs: --export-csv is accepted (the profile is refused first).
+    let bad = dir.path().join("none.toml");
+    let csv = dir.path().join("x.csv");
+    let (code, _, err) = acceval(&[
+        "grade",
+        "--profile",
+        bad.to_str().unwrap(),
+        "--export-csv",
+        csv.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("none.toml"), "{err}");
+}

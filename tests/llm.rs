@@ -30,7 +30,8 @@ fn synthetic(dir: &Path, input: u64, output: u64, count: u64) -> String {
 }
 
 fn llm(args: &[&str]) -> (i32, Value, String) {
-    let (code, out, err) = common::acceval(&[&["llm", "--json", "--warmup", "0"], args].concat());
+    let (code, out, err) =
+        common::acceval(&[&["llm", "--json", "--warmup-requests", "0"], args].concat());
     let v = serde_json::from_str(&out)
         .unwrap_or_else(|e| panic!("no JSON ({e}); exit {code}\n{out}\n{err}"));
     (code, v, err)
@@ -207,7 +208,7 @@ fn request_rates_run_once_each() {
         "m",
         "--synthetic-config",
         &cfg,
-        "--warmup",
+        "--warmup-requests",
         "1",
     ]);
     assert_eq!(code, 0, "{err}");
@@ -374,7 +375,7 @@ fn ctrl_c_writes_what_was_measured() {
         .args([
             "llm",
             "--json",
-            "--warmup",
+            "--warmup-requests",
             "0",
             "--url",
             &url,
@@ -430,7 +431,7 @@ fn without_dataset_flags_it_runs_mindies_sample_config() {
         "fast",
         "--concurrency",
         "25",
-        "--warmup",
+        "--warmup-requests",
         "2",
         "--export-json",
         json.to_str().unwrap(),
@@ -512,7 +513,7 @@ fn what_the_client_buffers_is_capped() {
     let base = [
         "llm",
         "--json",
-        "--warmup",
+        "--warmup-requests",
         "0",
         "--url",
         &url,
@@ -586,7 +587,10 @@ fn bad_numbers_are_rejected_naming_the_flag() {
             "--concurrency=0",
             "--concurrency 0: requests in flight in [1, 1000]",
         ),
-        ("--warmup=1001", "--warmup 1001: requests in [0, 1000]"),
+        (
+            "--warmup-requests=1001",
+            "--warmup-requests 1001: requests in [0, 1000]",
+        ),
         ("--request-rate=0", "--request-rate 0: req/s in (0, 10000]"),
         ("--request-rate=NaN", "--request-rate NaN"),
         (

@@ -65,7 +65,7 @@ fn run_devices_bench_and_accuracy_json_validate() {
         "5",
         "--duration",
         "0",
-        "--warmup",
+        "--warmup-runs",
         "1",
         "--allow-invalid",
         "--json",

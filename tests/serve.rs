@@ -483,11 +483,11 @@ fn qps_finds_the_max_rate_of_acceval_serve() {
         "p90<=250ms",
         "--step-duration",
         "1",
-        "--warmup",
+        "--warmup-s",
         "0.2",
         "--max-rate",
         "400",
-        "--precision",
+        "--search-precision",
         "0.25",
         "--out",
         out.to_str().unwrap(),
@@ -549,7 +549,7 @@ fn qps_finds_the_max_rate_of_acceval_serve() {
         "avg<=500ms",
         "--step-duration",
         "1",
-        "--warmup",
+        "--warmup-s",
         "0.2",
         "--binary",
     ]);
@@ -655,7 +655,7 @@ fn qps_counts_failures_by_kind_and_completes() {
             "2",
             "--step-duration",
             "0.5",
-            "--warmup",
+            "--warmup-s",
             "0",
             "--timeout",
             "0.5",
@@ -698,7 +698,7 @@ fn qps_counts_failures_by_kind_and_completes() {
         "4",
         "--step-duration",
         "1",
-        "--warmup",
+        "--warmup-s",
         "0",
         "--timeout",
         "0.3",
@@ -881,11 +881,11 @@ fn qps_measures_mlserver_and_agrees_with_its_counters() {
         "p90<=250ms",
         "--step-duration",
         "1",
-        "--warmup",
+        "--warmup-s",
         "0.2",
         "--max-rate",
         "200",
-        "--precision",
+        "--search-precision",
         "0.25",
     ]);
     assert_eq!(code, 0, "{err}");
@@ -1099,7 +1099,7 @@ fn qps_verifies_tls_certificates() {
             "1",
             "--step-duration",
             "0.3",
-            "--warmup",
+            "--warmup-s",
             "0",
             "--timeout",
             "2",
@@ -1184,7 +1184,7 @@ fn qps_ctrl_c_leaves_valid_json_marked_incomplete() {
             "m",
         ])
         .args(["--input-file", body.to_str().unwrap(), "--start-rate", "20"])
-        .args(["--step-duration", "20", "--warmup", "0", "--timeout", "1"])
+        .args(["--step-duration", "20", "--warmup-s", "0", "--timeout", "1"])
         .args(["--export-json", saved.to_str().unwrap()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1224,8 +1224,8 @@ fn qps_rejects_bad_numbers_naming_the_flag() {
             "--step-duration=inf",
             "--step-duration inf: seconds in (0, 86400]",
         ),
-        ("--warmup=NaN", "--warmup NaN: seconds in [0, 86400]"),
-        ("--warmup=-1", "--warmup -1: seconds in [0, 86400]"),
+        ("--warmup-s=NaN", "--warmup-s NaN: seconds in [0, 86400]"),
+        ("--warmup-s=-1", "--warmup-s -1: seconds in [0, 86400]"),
         ("--timeout=1e300", "--timeout 1e300: seconds in (0, 86400]"),
         ("--timeout=0", "--timeout 0: seconds in (0, 86400]"),
         ("--max-rate=NaN", "--max-rate NaN: req/s in (0, 10000000]"),
@@ -1234,7 +1234,10 @@ fn qps_rejects_bad_numbers_naming_the_flag() {
             "--error-budget=1",
             "--error-budget 1: a share of requests in [0, 1)",
         ),
-        ("--precision=-1", "--precision -1: a share in [0.001, 1]"),
+        (
+            "--search-precision=-1",
+            "--search-precision -1: a share in [0.001, 1]",
+        ),
         (
             "--max-connections=0",
             "--max-connections 0: connections in [1, 100000]",

@@ -319,14 +319,33 @@ fn bad_flags_say_what_to_do() {
         "train",
         "--workload",
         "lstm-load-forecast",
-        "--device",
-        "cuda",
+        "--backend",
+        "candle:cuda@0",
     ]);
     assert_eq!(code, 2);
     assert!(
         err.contains("not compiled with CUDA") && err.contains("candle-cuda"),
         "{err}"
     );
+    // Training names its device in the backend vocabulary, like every other command.
+    let (code, _, err) = acceval(&[
+        "train",
+        "--workload",
+        "lstm-load-forecast",
+        "--device",
+        "cuda",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--backend candle:cuda@N"), "{err}");
+    let (code, _, err) = acceval(&[
+        "train",
+        "--workload",
+        "lstm-load-forecast",
+        "--backend",
+        "cuda",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("training runs on candle"), "{err}");
     let (code, _, err) = acceval(&["train", "--workload", "lstm-load-forecast", "--lr", "NaN"]);
     assert_eq!(code, 2);
     assert!(err.contains("NaN"), "{err}");

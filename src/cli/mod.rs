@@ -131,9 +131,6 @@ pub struct GradeArgs {
     pub profile: String,
     #[command(flatten)]
     pub backend: BackendArgs,
-    /// The report folder [default: reports/<UTC time>-<profile>-<backend>].
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
     /// Override the profile's minimum runs (the report marks the policy as overridden).
     #[arg(long, value_parser = parse::positive_count)]
     pub runs: Option<usize>,
@@ -150,15 +147,11 @@ pub struct GradeArgs {
     /// goes beside it as manifest.json.sig.
     #[arg(long, value_name = "KEY")]
     pub sign: Option<PathBuf>,
-    /// Print report.json on stdout instead of the clause table.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write report.json to this file.
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
-    /// Also write the clause table as CSV to this file.
-    #[arg(long, value_name = "FILE")]
-    pub export_csv: Option<PathBuf>,
+    /// `--out DIR` is the report folder [default: reports/<UTC time>-<profile>-<backend>];
+    /// `--json` prints report.json instead of the clause table; `--export-json` and
+    /// `--export-csv` (the clause table) also write those files.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -186,11 +179,12 @@ pub struct BenchArgs {
     /// Seed for generated inputs.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Warm-up samples, untimed (at least this many...).
-    #[arg(long, default_value_t = bench::DEFAULT_WARMUP, value_parser = parse::count)]
+    /// Warm-up runs, untimed (at least this many...); `--warmup` is hyperfine's spelling of
+    /// the same count.
+    #[arg(long = "warmup-runs", visible_alias = "warmup", default_value_t = bench::DEFAULT_WARMUP, value_name = "N", value_parser = parse::count)]
     pub warmup: usize,
-    /// ...and for at least this many seconds.
-    #[arg(long, default_value_t = 0.0, value_name = "S", value_parser = parse::seconds)]
+    /// ...and for at least this many seconds (`--warmup-time` is the same).
+    #[arg(long = "warmup-s", visible_alias = "warmup-time", default_value_t = 0.0, value_name = "S", value_parser = parse::seconds)]
     pub warmup_time: f64,
     /// Timed samples: at least this many...
     #[arg(long, default_value_t = bench::DEFAULT_RUNS, value_parser = parse::positive_count)]
@@ -269,9 +263,13 @@ pub struct TrainArgs {
     /// Runs, reported with MLPerf's olympic mean (drop the fastest and the slowest).
     #[arg(long, default_value_t = 1, value_parser = parse::positive_count)]
     pub repeat: usize,
-    /// cpu, or cuda[:N] (needs the candle-cuda feature).
-    #[arg(long, default_value = "cpu")]
-    pub device: String,
+    /// Where it trains, in the backend vocabulary: candle (candle on the CPU, also
+    /// `candle:cpu`) or candle:cuda@N (needs the candle-cuda feature).
+    #[arg(long, default_value = "candle", value_name = "BACKEND")]
+    pub backend: String,
+    /// Refused: devices are `--backend candle:cuda@N`, as in every other command.
+    #[arg(long = "device", hide = true, value_name = "X")]
+    pub old_device: Option<String>,
     /// CPU threads for candle's kernels (sets RAYON_NUM_THREADS) [default: one per core].
     /// On a loaded machine fewer can be faster (LSTM steps: 1 thread was 2× faster here).
     #[arg(long, value_parser = parse::positive_count)]
@@ -737,8 +735,16 @@ pub struct QpsArgs {
     #[arg(long, default_value_t = crate::load::qps::DEFAULT_MAX_RATE)]
     pub max_rate: f64,
     /// Open loop: stop bisecting when the bracket is narrower than this share (0.05 = 5 %).
-    #[arg(long, default_value_t = crate::load::qps::DEFAULT_PRECISION)]
+    #[arg(long = "search-precision", default_value_t = crate::load::qps::DEFAULT_PRECISION, value_name = "SHARE")]
     pub precision: f64,
+    /// Refused: it meant the search's share here and a numeric format in `train`.
+    #[arg(
+        long = "precision",
+        hide = true,
+        value_name = "X",
+        allow_hyphen_values = true
+    )]
+    pub old_precision: Option<String>,
     /// Closed loop: the concurrency levels to sweep.
     #[arg(long, value_delimiter = ',', default_values_t = crate::load::qps::DEFAULT_CONCURRENCY.to_vec())]
     pub concurrency: Vec<usize>,
@@ -747,8 +753,16 @@ pub struct QpsArgs {
     #[arg(long, default_value_t = crate::load::qps::DEFAULT_STEP_DURATION_S, value_name = "S")]
     pub step_duration: f64,
     /// Seconds of each step sent before measuring.
-    #[arg(long, default_value_t = crate::load::qps::DEFAULT_WARMUP_S, value_name = "S")]
+    #[arg(long = "warmup-s", default_value_t = crate::load::qps::DEFAULT_WARMUP_S, value_name = "S")]
     pub warmup: f64,
+    /// Refused: `--warmup` counts runs in `bench` and requests in `llm`.
+    #[arg(
+        long = "warmup",
+        hide = true,
+        value_name = "X",
+        allow_hyphen_values = true
+    )]
+    pub old_warmup: Option<String>,
     /// A request that has not answered after this many seconds is a failure (timeout).
     #[arg(long, default_value_t = crate::load::qps::DEFAULT_TIMEOUT_S, value_name = "S")]
     pub timeout: f64,
@@ -821,8 +835,16 @@ pub struct LlmArgs {
     #[arg(long, default_value_t = crate::llm::settings::DEFAULT_SEED)]
     pub seed: u64,
     /// Warm-up requests before measuring, 0..1000.
-    #[arg(long, default_value_t = crate::llm::settings::DEFAULT_WARMUP)]
+    #[arg(long = "warmup-requests", default_value_t = crate::llm::settings::DEFAULT_WARMUP, value_name = "N")]
     pub warmup: usize,
+    /// Refused: `--warmup` counts runs in `bench` and seconds in `qps`.
+    #[arg(
+        long = "warmup",
+        hide = true,
+        value_name = "X",
+        allow_hyphen_values = true
+    )]
+    pub old_warmup: Option<String>,
     /// Sampling parameters passed through, JSON: '{"temperature": 0.0}'.
     #[arg(long, value_name = "JSON")]
     pub sampling_params: Option<String>,

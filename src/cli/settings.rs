@@ -77,6 +77,11 @@ impl BenchArgs {
 impl TrainArgs {
     pub fn settings(&self) -> anyhow::Result<crate::train::TrainSettings> {
         use crate::train::{Source, TrainSettings, workload};
+        refuse(
+            &self.old_device,
+            "--device",
+            "say where it trains with --backend candle or --backend candle:cuda@N, as every command names its backend",
+        )?;
         let source = match (&self.workload, self.exec) {
             (Some(w), false) => {
                 if !workload::WORKLOADS.contains(&w.as_str()) {
@@ -120,7 +125,7 @@ impl TrainArgs {
             precision: self.precision.clone(),
             target: self.target.clone(),
             repeat: self.repeat,
-            device: self.device.clone(),
+            device: train_device(&self.backend)?,
             warmup_steps: self.warmup_steps,
             eval_every: self.eval_every,
             workload: workload::WorkloadOptions {
@@ -136,5 +141,29 @@ impl TrainArgs {
             peak_power: self.peak_power,
             command_line: std::env::args().collect(),
         })
+    }
+}
+
+/// A flag spelling that meant another unit or another thing in this command before: given,
+/// it is an error that names the flag to use (one name, one meaning, everywhere).
+pub fn refuse(given: &Option<String>, flag: &str, instead: &str) -> anyhow::Result<()> {
+    match given {
+        Some(_) => anyhow::bail!("{flag} is not a flag of this command: {instead}"),
+        None => Ok(()),
+    }
+}
+
+/// `train --backend`: `candle` (or `candle:cpu`) trains on the CPU, `candle:cuda@N` on GPU N;
+/// the device string candle's trainer takes (`cpu`, `cuda:N`).
+pub fn train_device(backend: &str) -> anyhow::Result<String> {
+    let spec: crate::backend::BackendSpec = backend
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--backend {backend}: {e}"))?;
+    match (spec.backend.as_str(), spec.provider.as_deref()) {
+        ("candle", None | Some("cpu")) if spec.device.is_none() => Ok("cpu".into()),
+        ("candle", Some("cuda")) => Ok(format!("cuda:{}", spec.device.unwrap_or(0))),
+        _ => anyhow::bail!(
+            "--backend {backend}: training runs on candle: --backend candle (the CPU) or --backend candle:cuda@N (an NVIDIA GPU, with the candle-cuda feature)"
+        ),
     }
 }

@@ -15,7 +15,7 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
     let s = GradeSettings {
         profile: args.profile.clone(),
         backend: args.backend.settings()?,
-        out: args.out.clone(),
+        out: args.output.out.clone(),
         runs: args.runs,
         duration_s: args.duration,
         ptd: args.ptd.clone(),
@@ -28,14 +28,13 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
     progress.finish();
     let graded = graded?;
     let r = &graded.report;
+    // --out is the report folder itself (written by the grade); the other outputs are extra.
     let out = Outputs {
-        json: args.json,
-        export_json: args.export_json.clone(),
-        export_csv: args.export_csv.clone(),
         out: None,
+        ..args.output.outputs()
     };
     out.write_files(r)?;
-    if args.json {
+    if out.json {
         out.print(r)?;
     } else {
         crate::report::compliance::terminal(&mut std::io::stdout().lock(), r, &graded.dir)?;

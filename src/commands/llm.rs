@@ -11,6 +11,11 @@ use crate::util::progress::Progress;
 
 /// The library settings of `llm`'s flags (checked by [`LlmSettings::plan`]).
 pub fn settings(a: &LlmArgs) -> anyhow::Result<LlmSettings> {
+    crate::cli::settings::refuse(
+        &a.old_warmup,
+        "--warmup",
+        "warm-up requests are --warmup-requests N (`bench --warmup-runs` counts runs, `qps --warmup-s` seconds)",
+    )?;
     let dataset = match (a.dataset.as_str(), &a.synthetic_config) {
         ("synthetic", c) => Dataset::Synthetic(c.clone()),
         (path, None) => Dataset::Jsonl(PathBuf::from(path)),

@@ -38,6 +38,17 @@ pub fn settings(a: &QpsArgs) -> QpsSettings {
 
 /// `acceval qps`: exit 0 when a max QPS was found and the search ran to its end.
 pub fn run(args: QpsArgs) -> anyhow::Result<Outcome> {
+    use crate::cli::settings::refuse;
+    refuse(
+        &args.old_warmup,
+        "--warmup",
+        "each step's warm-up is --warmup-s S (seconds; `bench --warmup-runs` counts runs, `llm --warmup-requests` requests)",
+    )?;
+    refuse(
+        &args.old_precision,
+        "--precision",
+        "the bisection's stopping share is --search-precision SHARE (`train --precision` is the number format)",
+    )?;
     let stop = crate::util::signal::stop_flag();
     let plan = settings(&args).plan()?;
     let progress = Progress::new(0, "{spinner} {elapsed_precise} QPS: {msg}");

@@ -114,7 +114,13 @@ impl LlmSettings {
             MAX_CONCURRENCY,
             "requests in flight",
         )?;
-        count("--warmup", self.warmup, 0, MAX_CONCURRENCY, "requests")?;
+        count(
+            "--warmup-requests",
+            self.warmup,
+            0,
+            MAX_CONCURRENCY,
+            "requests",
+        )?;
         if let Some(n) = self.request_count {
             count(
                 "--request-count",
@@ -338,7 +344,10 @@ mod tests {
                 "--concurrency 0: requests in flight in [1, 1000]",
             ),
             (|s| s.concurrency = 1001, "--concurrency 1001"),
-            (|s| s.warmup = 5000, "--warmup 5000: requests in [0, 1000]"),
+            (
+                |s| s.warmup = 5000,
+                "--warmup-requests 5000: requests in [0, 1000]",
+            ),
             (
                 |s| s.request_count = Some(0),
                 "--request-count 0: requests in [1, 1048576]",

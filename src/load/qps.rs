@@ -153,7 +153,7 @@ impl QpsSettings {
             })
             .transpose()?;
         let precision = settings::real(
-            "--precision",
+            "--search-precision",
             self.precision,
             Low::Closed,
             0.001,
@@ -189,7 +189,7 @@ impl QpsSettings {
                 Low::Open,
                 MAX_SECONDS,
             )?,
-            warmup: settings::seconds("--warmup", self.warmup_s, Low::Closed, MAX_SECONDS)?,
+            warmup: settings::seconds("--warmup-s", self.warmup_s, Low::Closed, MAX_SECONDS)?,
             timeout: settings::seconds("--timeout", self.timeout_s, Low::Open, MAX_SECONDS)?,
             inputs: self.inputs.clone(),
             max_connections: settings::count(
@@ -586,9 +586,12 @@ mod tests {
             ),
             (
                 |s| s.warmup_s = f64::NAN,
-                "--warmup NaN: seconds in [0, 86400]",
+                "--warmup-s NaN: seconds in [0, 86400]",
             ),
-            (|s| s.warmup_s = -1.0, "--warmup -1: seconds in [0, 86400]"),
+            (
+                |s| s.warmup_s = -1.0,
+                "--warmup-s -1: seconds in [0, 86400]",
+            ),
             (|s| s.timeout_s = 0.0, "--timeout 0: seconds in (0, 86400]"),
             (
                 |s| s.timeout_s = 1e300,
@@ -609,7 +612,7 @@ mod tests {
             (|s| s.error_budget = f64::NAN, "--error-budget NaN"),
             (
                 |s| s.precision = 0.0,
-                "--precision 0: a share in [0.001, 1]",
+                "--search-precision 0: a share in [0.001, 1]",
             ),
             (
                 |s| s.max_connections = 0,
