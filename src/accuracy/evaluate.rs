@@ -7,7 +7,6 @@
 //! broadcast or converted.
 
 use std::path::Path;
-use std::time::Instant;
 
 use anyhow::bail;
 
@@ -260,10 +259,8 @@ fn grade_input(
             &format!("{}/input", reference.sets[k].display()),
         )?;
     }
-    let t = Instant::now();
-    let outs = session.run(&rs.inputs)?;
-    session.synchronize()?;
-    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let ran = session.timed_run(&rs.inputs)?;
+    let (outs, ms) = (ran.outputs, ran.forward_ms);
     if outs.len() != rs.outputs.len() {
         bail!(
             "the model gave {} outputs, the reference {} has {}",
@@ -536,12 +533,9 @@ pub fn evaluate(
         input_hw: image_size(&specs),
     };
     // One untimed run first: the cold first inference is not a latency.
-    session
-        .run(&first.inputs)
-        .and_then(|_| session.synchronize())
-        .map_err(|e| {
-            anyhow::Error::from(e).context(format!("running {} on {}", model.display(), b.spec))
-        })?;
+    session.run(&first.inputs).map_err(|e| {
+        anyhow::Error::from(e).context(format!("running {} on {}", model.display(), b.spec))
+    })?;
     let mut pass = grade_all(session.as_mut(), reference, &layout, used, first);
     let outputs = outputs_of(layout.output_names, &pass);
     let worst = outputs

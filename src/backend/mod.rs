@@ -195,6 +195,13 @@ pub trait Backend: Sync {
     ) -> Result<Box<dyn Session>, BackendError>;
 }
 
+/// One inference timed at the session boundary: the outputs on the host and the time from
+/// the call to them, the device synchronised (§7.2.3's forward time).
+pub struct Ran {
+    pub outputs: Vec<HostTensor>,
+    pub forward_ms: f64,
+}
+
 /// A model loaded on a backend.
 pub trait Session {
     fn info(&self) -> &SessionInfo;
@@ -204,6 +211,17 @@ pub trait Session {
     fn run(&mut self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, BackendError>;
     /// Waits for all queued device work (a no-op on the CPU).
     fn synchronize(&mut self) -> Result<(), BackendError>;
+    /// Runs one inference and times it here, once: the clock stops after the device has
+    /// synchronised. Callers read `forward_ms` and never time `synchronize` themselves.
+    fn timed_run(&mut self, inputs: &[HostTensor]) -> Result<Ran, BackendError> {
+        let t = std::time::Instant::now();
+        let outputs = self.run(inputs)?;
+        self.synchronize()?;
+        Ok(Ran {
+            outputs,
+            forward_ms: t.elapsed().as_secs_f64() * 1e3,
+        })
+    }
     /// Where each node ran, when `LoadOptions::placement` was set.
     fn placement(&mut self) -> Result<Placement, BackendError>;
 }

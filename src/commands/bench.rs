@@ -7,7 +7,7 @@ use crate::report::bench::{samples_table, telemetry_table};
 use crate::report::schema::Verdict;
 use crate::util::fs::write_file;
 use crate::util::progress::Progress;
-use crate::util::signal::{INTERRUPTED, stop_flag};
+use crate::util::signal::stop_flag;
 
 pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
     let s = args.settings()?;
@@ -29,7 +29,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         write_file(p, &telemetry_table(rec).to_csv())?;
     }
     out.print(&report)?;
-    if let (Some(e), false) = (&report.error, report.error.as_deref() == Some(INTERRUPTED)) {
+    if let (Some(e), false) = (&report.error, report.interrupted) {
         anyhow::bail!(
             "{e}: {} samples were measured before it{}",
             report.samples,

@@ -4,7 +4,7 @@
 use crate::Outcome;
 use crate::cli::TrainArgs;
 use crate::util::progress::Progress;
-use crate::util::signal::{INTERRUPTED, stop_flag};
+use crate::util::signal::stop_flag;
 
 pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
     if let Some(n) = args.threads {
@@ -24,7 +24,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
     let out = args.output.outputs();
     out.emit(&report)?;
     match &report.error {
-        Some(e) if e != INTERRUPTED => anyhow::bail!(
+        Some(e) if !report.interrupted => anyhow::bail!(
             "{e}{}",
             if out.export_json.is_some() || out.out.is_some() {
                 " (the report is written, complete: false)"

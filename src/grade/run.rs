@@ -29,7 +29,7 @@ use crate::report::schema::telemetry::Kind;
 use crate::standard;
 use crate::task::detect::DetectParams;
 use crate::util::progress::Progress;
-use crate::util::signal::INTERRUPTED;
+use crate::util::signal::Cut;
 use crate::zoo;
 
 /// What a grade is asked for.
@@ -122,7 +122,7 @@ fn ran(name: &str, t: Instant, complete: bool) -> Stage {
             StageStatus::Interrupted
         },
         seconds: t.elapsed().as_secs_f64(),
-        error: (!complete).then(|| INTERRUPTED.to_string()),
+        error: (!complete).then(|| Cut::Interrupted.to_string()),
     }
 }
 
@@ -280,7 +280,7 @@ fn stage_accuracy(c: &Ctx, e: &mut Evidence) -> anyhow::Result<()> {
             (false, true) => StageStatus::Done,
         },
         seconds: t.elapsed().as_secs_f64(),
-        error: interrupted.then(|| INTERRUPTED.to_string()),
+        error: interrupted.then(|| Cut::Interrupted.to_string()),
     });
     c.progress.inc(1);
     Ok(())
@@ -376,7 +376,7 @@ fn stage_speed(c: &Ctx, e: &mut Evidence) {
         Ok((s, m)) => {
             let status = if s.complete {
                 StageStatus::Done
-            } else if s.error.as_deref() == Some(INTERRUPTED) {
+            } else if s.interrupted {
                 StageStatus::Interrupted
             } else {
                 StageStatus::Failed

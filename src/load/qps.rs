@@ -251,7 +251,8 @@ pub fn measure(
         let (bodies, inputs_text) = tokio::select! {
             r = infer::bodies(&plan.inputs, &plan.base, &plan.model, &client, plan.timeout) => r?,
             _ = driver::stop_set(stop) => {
-                anyhow::bail!("{} before the requests were formed", crate::util::signal::INTERRUPTED)
+                return Err(anyhow::Error::new(crate::util::signal::Cut::Interrupted)
+                    .context("QPS: stopped before the requests were formed"));
             }
         };
         let endpoint = Infer::new(plan.uri.clone(), bodies, plan.caps);

@@ -30,7 +30,7 @@ pub use crate::report::schema::bench::{
 use crate::task::detect::DetectParams;
 use crate::task::{Task, TaskSpec};
 use crate::util::progress::Progress;
-use crate::util::signal::INTERRUPTED;
+use crate::util::signal::Cut;
 use crate::zoo::{self, Entry};
 
 /// Default warm-up samples.
@@ -350,11 +350,7 @@ fn one_sample(
             st[3] = r.stages.postprocess_ms;
         }
         Work::Tensors(sets) => {
-            let t = Instant::now();
-            let out = session.run(&sets[i % sets.len()])?;
-            session.synchronize()?;
-            st[0] = t.elapsed().as_secs_f64() * 1e3;
-            drop(out);
+            st[0] = session.timed_run(&sets[i % sets.len()])?.forward_ms;
         }
     }
     Ok(())
@@ -625,10 +621,11 @@ fn summarise(x: SummaryInput) -> anyhow::Result<BenchReport> {
         wall_s: m.wall_s,
         origin_unix_ms: (m.origin_unix_ms > 0.0).then_some(m.origin_unix_ms),
         complete: !m.interrupted && m.error.is_none(),
+        interrupted: m.interrupted,
         error: m
             .error
             .clone()
-            .or_else(|| m.interrupted.then(|| INTERRUPTED.to_string())),
+            .or_else(|| m.interrupted.then(|| Cut::Interrupted.to_string())),
         raw: x.measured.samples,
         stage_names: x.stage_names.iter().map(|s| s.to_string()).collect(),
         recording: x.recording,
@@ -760,11 +757,7 @@ fn batch_point(
     let m = harness::run_windowed(
         &c.s.policy,
         |_, st| {
-            let t = Instant::now();
-            let out = sess.run(&batched)?;
-            sess.synchronize()?;
-            st[0] = t.elapsed().as_secs_f64() * 1e3;
-            drop(out);
+            st[0] = sess.timed_run(&batched)?.forward_ms;
             Ok(())
         },
         c.stop,

@@ -137,7 +137,6 @@ pub fn probe(
         );
         let mut session = backend::load(model, &b.spec, &load)?;
         session.run(&inputs)?;
-        session.synchronize()?;
         Ok(session.placement()?)
     };
     Ok(summarise(b, &a, run().map_err(|e| format!("{e:#}"))))

@@ -4,7 +4,6 @@
 //! nothing.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::bail;
 
@@ -69,17 +68,11 @@ pub fn run_model(s: &RunSettings) -> anyhow::Result<(RunReport, Vec<HostTensor>)
         &s.backend.spec,
         &s.backend.load_options(shapes, s.placement),
     )?;
-    let t = Instant::now();
-    let outputs = session.run(&inputs)?;
-    session.synchronize()?;
-    let first = t.elapsed();
+    let cold = session.timed_run(&inputs)?;
+    let (outputs, first_ms) = (cold.outputs, cold.forward_ms);
     let mut steady = Vec::with_capacity(s.runs);
     for _ in 0..s.runs {
-        let t = Instant::now();
-        let out = session.run(&inputs)?;
-        session.synchronize()?;
-        steady.push(t.elapsed().as_secs_f64() * 1e3);
-        drop(out);
+        steady.push(session.timed_run(&inputs)?.forward_ms);
     }
     let (placement, placement_summary) = if s.placement {
         let p = session.placement()?;
@@ -95,7 +88,7 @@ pub fn run_model(s: &RunSettings) -> anyhow::Result<(RunReport, Vec<HostTensor>)
         session: session.info().clone(),
         timings: RunTimings {
             load: session.timings().clone(),
-            first_inference_ms: first.as_secs_f64() * 1e3,
+            first_inference_ms: first_ms,
             steady_ms: Summary::of(&steady),
         },
         inputs: records,

@@ -194,13 +194,12 @@ pub fn run_bytes(
             (x, None, Some(n))
         }
     };
-    let t = Instant::now();
-    let outs = session.run(&[HostTensor {
+    let ran = session.timed_run(&[HostTensor {
         name: spec.input_name.clone(),
         data: TensorData::F32(tensor),
     }])?;
-    session.synchronize()?;
-    st.forward_ms = ms(t);
+    st.forward_ms = ran.forward_ms;
+    let outs = ran.outputs;
     let t = Instant::now();
     let first = outs
         .first()

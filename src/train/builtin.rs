@@ -16,7 +16,7 @@ use super::workload::{Workload, shuffle};
 use super::{Epochs, TrainSettings};
 use crate::report::schema::train::EvalPoint;
 use crate::util::progress::Progress;
-use crate::util::signal::INTERRUPTED;
+use crate::util::signal::Cut;
 
 /// What one run measured (the report is built from it in `mod.rs`).
 pub struct RunResult {
@@ -25,7 +25,8 @@ pub struct RunResult {
     pub warmup_steps: usize,
     pub graph: Graph,
     pub log: Log,
-    pub error: Option<String>,
+    /// Why the run ended early, when it did.
+    pub error: Option<Cut>,
     pub final_eval: Option<super::workload::Evaluation>,
 }
 
@@ -65,7 +66,7 @@ struct EpochSteps {
     steps: usize,
     losses: Vec<f64>,
     samples: u64,
-    error: Option<String>,
+    error: Option<Cut>,
 }
 
 /// One optimizer step: the gradients of `loss`, clipped to a total L2 norm of `max_norm`
@@ -138,7 +139,7 @@ fn train_epoch(
     };
     for chunk in order.chunks(batch) {
         if stop.load(Ordering::Relaxed) {
-            out.error = Some(INTERRUPTED.to_string());
+            out.error = Some(Cut::Interrupted);
             break;
         }
         let t0 = Instant::now();
@@ -150,7 +151,9 @@ fn train_epoch(
         // The loss leaves the device after T1 (a copy that would synchronise).
         let l = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
         if !l.is_finite() {
-            out.error = Some(format!("the loss is {l} in epoch {e}: lower --lr"));
+            out.error = Some(Cut::Failed(format!(
+                "the loss is {l} in epoch {e}: lower --lr"
+            )));
             break;
         }
         out.step_ms.push(ms);
@@ -325,7 +328,7 @@ pub fn peak_sweep(
     let mut batch = base;
     let end = loop {
         if stop.load(Ordering::Relaxed) {
-            break INTERRUPTED.to_string();
+            break Cut::Interrupted.to_string();
         }
         if batch > w.train_len() {
             break format!(

@@ -15,7 +15,7 @@ use super::mllog::{self, Event};
 use super::timing::Window;
 use super::{Epochs, EvalPoint, Measured, TrainMode, TrainReport, TrainSettings};
 use crate::util::progress::Progress;
-use crate::util::signal::INTERRUPTED;
+use crate::util::signal::Cut;
 
 /// An event with the time acceval read it (ms on the sampler's clock).
 #[derive(Debug, Clone)]
@@ -210,8 +210,9 @@ pub fn run(
         r.throughput_samples_per_s = Measured::of(Some(ms / mt), "no epoch");
     }
     r.complete = status.success() && !interrupted;
+    r.interrupted = interrupted;
     r.error = if interrupted {
-        Some(INTERRUPTED.into())
+        Some(Cut::Interrupted.to_string())
     } else if !status.success() {
         Some(format!("the training exited with {status}"))
     } else if events.is_empty() {

@@ -33,6 +33,7 @@ pub use crate::report::schema::train::{
     StepStats, Target, TrainMode, TrainPower, TrainReport,
 };
 use crate::util::progress::Progress;
+use crate::util::signal::Cut;
 use timing::Window;
 
 /// What to train.
@@ -214,9 +215,9 @@ fn run_builtin(
             total_s: run_s,
             time_to_target_s: Measured::of(result.epochs.target.map(|t| t.1), "target not reached"),
         });
-        let interrupted = result.error.is_some();
+        let ended_early = result.error.is_some();
         last = Some((w, result, recording, sensors, files, sweep));
-        if interrupted || r + 1 == s.repeat {
+        if ended_early || r + 1 == s.repeat {
             break;
         }
     }
@@ -505,6 +506,7 @@ pub fn blank_report(s: &TrainSettings, mode: TrainMode, workload: String) -> Tra
         mllog_events: 0,
         standard_note: "Training evaluation is optional (非必须) in the T/CES draft (§5.2, §6.1, §7.1) and has no C-levels; pass/fail bounds, where a profile sets them, are the profile's, not the standard's.".into(),
         complete: true,
+        interrupted: false,
         error: None,
     }
 }
@@ -543,6 +545,7 @@ fn builtin_report(
         },
     );
     rep.complete = r.error.is_none();
-    rep.error = r.error.clone();
+    rep.interrupted = r.error.as_ref().is_some_and(Cut::is_interrupted);
+    rep.error = r.error.as_ref().map(Cut::to_string);
     rep
 }

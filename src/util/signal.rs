@@ -4,8 +4,21 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-/// The error text of a run cut short by the stop flag.
-pub const INTERRUPTED: &str = "interrupted (Ctrl-C)";
+/// Why a run ended before its end: the stop flag (Ctrl-C, SIGTERM), or an error. Code
+/// decides by the kind; the text is for the report and the user.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Cut {
+    #[error("interrupted (Ctrl-C)")]
+    Interrupted,
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl Cut {
+    pub fn is_interrupted(&self) -> bool {
+        matches!(self, Cut::Interrupted)
+    }
+}
 
 /// A flag set by SIGINT/SIGTERM.
 pub fn stop_flag() -> Arc<AtomicBool> {

@@ -161,6 +161,9 @@ pub struct BenchReport {
     pub origin_unix_ms: Option<f64>,
     /// False when the run was interrupted or a sample failed; `error` says which.
     pub complete: bool,
+    /// The stop flag (Ctrl-C, SIGTERM) ended it (absent when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(skip)]

@@ -304,6 +304,10 @@ pub struct TrainReport {
     pub standard_note: String,
     /// False when interrupted or failed; `error` says which.
     pub complete: bool,
+    /// The stop flag (Ctrl-C, SIGTERM) ended it: what was measured is kept, and it is no
+    /// failure of the training (absent when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
