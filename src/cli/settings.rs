@@ -154,14 +154,15 @@ pub fn refuse(given: &Option<String>, flag: &str, instead: &str) -> anyhow::Resu
 }
 
 /// `train --backend`: `candle` (or `candle:cpu`) trains on the CPU, `candle:cuda@N` on GPU N;
-/// the device string candle's trainer takes (`cpu`, `cuda:N`).
-pub fn train_device(backend: &str) -> anyhow::Result<String> {
+/// the device candle's trainer takes.
+pub fn train_device(backend: &str) -> anyhow::Result<crate::train::TrainDevice> {
+    use crate::train::TrainDevice;
     let spec: crate::backend::BackendSpec = backend
         .parse()
         .map_err(|e: String| anyhow::anyhow!("--backend {backend}: {e}"))?;
     match (spec.backend.as_str(), spec.provider.as_deref()) {
-        ("candle", None | Some("cpu")) if spec.device.is_none() => Ok("cpu".into()),
-        ("candle", Some("cuda")) => Ok(format!("cuda:{}", spec.device.unwrap_or(0))),
+        ("candle", None | Some("cpu")) if spec.device.is_none() => Ok(TrainDevice::Cpu),
+        ("candle", Some("cuda")) => Ok(TrainDevice::Cuda(spec.device.unwrap_or(0) as usize)),
         _ => anyhow::bail!(
             "--backend {backend}: training runs on candle: --backend candle (the CPU) or --backend candle:cuda@N (an NVIDIA GPU, with the candle-cuda feature)"
         ),

@@ -80,7 +80,7 @@ pub fn train_settings(
         precision: "fp32".into(),
         target: t.target.clone(),
         repeat: 1,
-        device: "cpu".into(),
+        device: crate::train::TrainDevice::Cpu,
         warmup_steps: 1,
         eval_every: 1,
         workload: WorkloadOptions {

@@ -30,25 +30,18 @@ pub struct RunResult {
     pub final_eval: Option<super::workload::Evaluation>,
 }
 
-/// The device `name` (`cpu`, `cuda`, `cuda:N`): CUDA only when compiled with it.
-pub fn device(name: &str) -> anyhow::Result<Device> {
-    match name {
-        "cpu" => Ok(Device::Cpu),
-        d if d == "cuda" || d.starts_with("cuda:") => {
-            let ordinal: usize = d
-                .strip_prefix("cuda:")
-                .map(|n| n.parse())
-                .transpose()
-                .map_err(|_| anyhow::anyhow!("--device '{d}': the ordinal is not a number"))?
-                .unwrap_or(0);
+/// The candle device of `d`: CUDA only when compiled with it.
+pub fn device(d: super::TrainDevice) -> anyhow::Result<Device> {
+    match d {
+        super::TrainDevice::Cpu => Ok(Device::Cpu),
+        super::TrainDevice::Cuda(ordinal) => {
             if !cfg!(feature = "candle-cuda") {
                 anyhow::bail!(
-                    "--device {d}: acceval was not compiled with CUDA for training; rebuild on a CUDA host with `cargo build --release --features candle-cuda`"
+                    "candle:cuda@{ordinal}: acceval was not compiled with CUDA for training; rebuild on a CUDA host with `cargo build --release --features candle-cuda`"
                 );
             }
-            Device::new_cuda(ordinal).map_err(|e| anyhow::anyhow!("--device {d}: {e}"))
+            Device::new_cuda(ordinal).map_err(|e| anyhow::anyhow!("candle:cuda@{ordinal}: {e}"))
         }
-        d => anyhow::bail!("--device '{d}' is neither cpu nor cuda[:N]"),
     }
 }
 

@@ -44,6 +44,22 @@ pub enum Source {
     Exec(Vec<String>),
 }
 
+/// Where candle trains (`--backend candle` / `candle:cuda@N`); written `cpu` / `cuda:N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrainDevice {
+    Cpu,
+    Cuda(usize),
+}
+
+impl std::fmt::Display for TrainDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrainDevice::Cpu => f.write_str("cpu"),
+            TrainDevice::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
 /// Everything `acceval train` needs, validated.
 #[derive(Debug, Clone)]
 pub struct TrainSettings {
@@ -57,7 +73,7 @@ pub struct TrainSettings {
     pub precision: String,
     pub target: Option<Target>,
     pub repeat: usize,
-    pub device: String,
+    pub device: TrainDevice,
     /// Steps left out of the step statistics (they stay in the total).
     pub warmup_steps: usize,
     /// Evaluate after every Nth epoch and after the last.
@@ -185,7 +201,7 @@ fn run_builtin(
     progress: &Progress,
     stop: &AtomicBool,
 ) -> anyhow::Result<TrainReport> {
-    let dev = builtin::device(&s.device)?;
+    let dev = builtin::device(s.device)?;
     let precisions = precision_support(&dev);
     if let Some(p) = precisions.iter().find(|p| p.precision == s.precision)
         && !p.status.is_available()
@@ -467,8 +483,8 @@ pub fn blank_report(s: &TrainSettings, mode: TrainMode, workload: String) -> Tra
         mode,
         workload,
         framework: String::new(),
-        device_requested: s.device.clone(),
-        device: s.device.clone(),
+        device_requested: s.device.to_string(),
+        device: s.device.to_string(),
         precision: s.precision.clone(),
         precisions: Vec::new(),
         batch: Measured::na("not given"),
@@ -541,7 +557,7 @@ fn builtin_report(
             recording,
             sensors,
             bytes_per_sample: Some(w.bytes_per_sample()),
-            prefer_cpu: s.device == "cpu",
+            prefer_cpu: s.device == TrainDevice::Cpu,
         },
     );
     rep.complete = r.error.is_none();

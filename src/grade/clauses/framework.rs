@@ -37,14 +37,17 @@ mod tests {
     use super::super::testkit::*;
     use super::*;
 
+    /// The backend as the clause text names it (the fixture ran on tract).
+    const LABEL: &str = "tract on the CPU";
+
     #[test]
     fn an_inspected_onnx_model_passes_else_not_applicable() {
         let (_, _, mut e) = fixture();
-        let f = framework("cpu", &e);
+        let f = framework(LABEL, &e);
         assert_eq!(verdict(&f, "Framework"), Verdict::Pass);
         e.analysis = None;
         assert_eq!(
-            verdict(&framework("cpu", &e), "Framework"),
+            verdict(&framework(LABEL, &e), "Framework"),
             Verdict::NotApplicable
         );
     }

@@ -48,11 +48,14 @@ mod tests {
     use super::super::testkit::*;
     use super::*;
 
+    /// The backend as the clause text names it (the fixture ran on tract).
+    const LABEL: &str = "tract on the CPU";
+
     #[test]
     fn fp32_within_c4_passes_else_fails_or_is_invalid() {
         let (_, _, mut e) = fixture();
         assert_eq!(
-            verdict(&model_support("cpu", &e), "Model support"),
+            verdict(&model_support(LABEL, &e), "Model support"),
             Verdict::Pass
         );
         let fp32 = |e: &mut Evidence| -> usize {
@@ -64,18 +67,18 @@ mod tests {
         let k = fp32(&mut e);
         e.accuracy[k].level = Some(Level::C3);
         assert_eq!(
-            verdict(&model_support("cpu", &e), "Model support"),
+            verdict(&model_support(LABEL, &e), "Model support"),
             Verdict::Fail
         );
         e.accuracy[k].level = Some(Level::C4);
         e.accuracy[k].verdict = Some(Verdict::Invalid);
         assert_eq!(
-            verdict(&model_support("cpu", &e), "Model support"),
+            verdict(&model_support(LABEL, &e), "Model support"),
             Verdict::Invalid
         );
         e.accuracy.remove(k);
         assert_eq!(
-            verdict(&model_support("cpu", &e), "Model support"),
+            verdict(&model_support(LABEL, &e), "Model support"),
             Verdict::NotApplicable
         );
     }
