@@ -22,7 +22,7 @@ pub const DEFAULT_MAX_OUTPUT_LEN: u64 = 256;
 pub const DEFAULT_CONCURRENCY: usize = 1;
 /// `--seed`.
 pub const DEFAULT_SEED: u64 = 1;
-/// `--warmup` (MindIE's WarmupSize default).
+/// `--warmup-requests` (MindIE's WarmupSize default).
 pub const DEFAULT_WARMUP: usize = 10;
 /// `--timeout`, s.
 pub const DEFAULT_TIMEOUT_S: f64 = 600.0;

@@ -35,13 +35,13 @@ pub const DEFAULT_ERROR_BUDGET: f64 = 0.0;
 pub const DEFAULT_SEED: u64 = 1;
 /// `--max-rate`, req/s.
 pub const DEFAULT_MAX_RATE: f64 = 100_000.0;
-/// `--precision`.
+/// `--search-precision`.
 pub const DEFAULT_PRECISION: f64 = 0.05;
 /// `--concurrency` (closed loop).
 pub const DEFAULT_CONCURRENCY: &[usize] = &[1, 2, 4, 8, 16, 32];
 /// `--step-duration`, s.
 pub const DEFAULT_STEP_DURATION_S: f64 = 5.0;
-/// `--warmup`, s.
+/// `--warmup-s`, s.
 pub const DEFAULT_WARMUP_S: f64 = 1.0;
 /// `--timeout`, s.
 pub const DEFAULT_TIMEOUT_S: f64 = 10.0;
