@@ -140,6 +140,8 @@ impl Backend for MockBackend {
                 device: "none".into(),
                 library: None,
                 options,
+                emulated: None,
+                copies: None,
             },
             timings: LoadTimings {
                 convert_ms: None,

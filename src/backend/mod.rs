@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 pub use crate::report::schema::session::{
-    Availability, GraphOpt, LoadTimings, NodePlacement, Placement, SessionInfo,
+    Availability, CopyTimes, GraphOpt, LoadTimings, NodePlacement, Placement, SessionInfo,
 };
 pub use describe::{DeviceClass, PeakSource, Sensor, Traits, describe, describe_spec};
 
@@ -200,6 +200,9 @@ pub trait Backend: Sync {
 pub struct Ran {
     pub outputs: Vec<HostTensor>,
     pub forward_ms: f64,
+    /// The copies and the execution timed apart, where the session can (its
+    /// `SessionInfo::copies` says how); they add up to `forward_ms`.
+    pub copies: Option<CopyTimes>,
 }
 
 /// A model loaded on a backend.
@@ -220,6 +223,7 @@ pub trait Session {
         Ok(Ran {
             outputs,
             forward_ms: t.elapsed().as_secs_f64() * 1e3,
+            copies: None,
         })
     }
     /// Where each node ran, when `LoadOptions::placement` was set.
@@ -295,6 +299,15 @@ impl Session for Guarded {
     }
     fn synchronize(&mut self) -> Result<(), BackendError> {
         self.0.synchronize()
+    }
+    fn timed_run(&mut self, inputs: &[HostTensor]) -> Result<Ran, BackendError> {
+        let backend = self.0.info().backend.clone();
+        crate::util::isolate::guard(|| self.0.timed_run(inputs)).map_err(|p| BackendError::Run {
+            backend,
+            reason: format!(
+                "the engine panicked running this model ({p}): the model or its inputs are probably malformed"
+            ),
+        })?
     }
     fn placement(&mut self) -> Result<Placement, BackendError> {
         self.0.placement()

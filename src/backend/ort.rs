@@ -439,6 +439,8 @@ impl Backend for OrtBackend {
                 },
                 library: Some(lib.path.display().to_string()),
                 options,
+                emulated: None,
+                copies: None,
             },
             timings: LoadTimings {
                 convert_ms: None,

@@ -225,6 +225,8 @@ impl Backend for TractBackend {
                 },
                 library: None,
                 options,
+                emulated: None,
+                copies: None,
             },
             timings: LoadTimings {
                 convert_ms: Some(convert_time.as_secs_f64() * 1e3),

@@ -1,6 +1,26 @@
-//! NVIDIA GPUs through NVML (`libnvidia-ml.so.1`, loaded at run time by nvml-wrapper).
+//! NVIDIA GPUs through NVML (`libnvidia-ml.so.1`, loaded at run time by nvml-wrapper, found
+//! by the loader's search path as the driver installs it). Where the library is acceval's
+//! NVML emulator it says so (the symbol `acceval_emulator`), and the identification carries
+//! that label.
 
 pub use crate::report::schema::devices::{Gpu, Nvidia};
+
+/// The file nvml-wrapper opens.
+pub const NVML_LIB: &str = "libnvidia-ml.so.1";
+
+/// What the NVML library says of itself when it is acceval's emulator.
+pub fn emulated() -> Option<String> {
+    // SAFETY: the same library nvml-wrapper opens (the loader returns the same handle); only
+    // a marker symbol returning a static C string is read.
+    unsafe {
+        let lib = libloading::Library::new(NVML_LIB).ok()?;
+        let f = lib
+            .get::<unsafe extern "C" fn() -> *const std::ffi::c_char>(b"acceval_emulator\0")
+            .ok()?;
+        let p = f();
+        (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned())
+    }
+}
 
 /// Queries NVML.
 pub fn identify() -> Nvidia {
@@ -11,11 +31,12 @@ pub fn identify() -> Nvidia {
             return Nvidia {
                 not_available: Some(format!(
                     "NVML cannot be loaded ({}): no NVIDIA driver on this machine",
-                    error_chain(&e)
+                    crate::util::fmt::error_chain(&e)
                 )),
                 driver_version: None,
                 cuda_driver_version: None,
                 gpus: Vec::new(),
+                emulated: None,
             };
         }
     };
@@ -37,6 +58,7 @@ pub fn identify() -> Nvidia {
                 pci_bus_id: d.pci_info().map(|p| p.bus_id).unwrap_or_default(),
                 memory_bytes: d.memory_info().map(|m| m.total).unwrap_or(0),
                 power_limit_w: d.enforced_power_limit().ok().map(|mw| mw as f64 / 1e3),
+                power_w: d.power_usage().ok().map(|mw| mw as f64 / 1e3),
             })
         })
         .collect();
@@ -45,19 +67,6 @@ pub fn identify() -> Nvidia {
         driver_version: nvml.sys_driver_version().ok(),
         cuda_driver_version: cuda,
         gpus,
+        emulated: emulated(),
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        cur = c.source();
-    }
-    s
 }

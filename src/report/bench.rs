@@ -254,6 +254,17 @@ fn telemetry(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
         }
         super::right(&mut t, &[1, 2, 4]);
         writeln!(o, "{t}")?;
+        for c in tm.channels.iter().filter(|c| c.failure.is_some()) {
+            writeln!(
+                o,
+                "  {}: {}",
+                c.name,
+                c.failure.as_deref().unwrap_or_default()
+            )?;
+        }
+        for n in &tm.energy_na {
+            writeln!(o, "Energy {}: {}", n.device, n.reason)?;
+        }
         if tm.energy_unavailable.is_some() {
             writeln!(
                 o,
@@ -263,10 +274,13 @@ fn telemetry(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
         for e in &tm.energy {
             writeln!(
                 o,
-                "Energy {}: {:.3} J ({}), average {:.3} W, peak {}, {} inferences/J",
+                "Energy {}: {:.3} J ({}{}), average {:.3} W, peak {}, {} inferences/J",
                 e.device,
                 e.joules,
                 e.method,
+                e.power_integral_j
+                    .map(|j| format!("; integral of power samples {j:.3} J"))
+                    .unwrap_or_default(),
                 e.average_power_w,
                 e.peak_power_w
                     .map(|p| format!("{p:.3} W"))

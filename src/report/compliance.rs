@@ -469,10 +469,16 @@ fn telemetry(r: &GradeReport, b: &mut Vec<Block>) {
             onum(c.max),
             c.unit.clone(),
             c.samples.to_string(),
-            c.definition.clone(),
+            match &c.failure {
+                Some(f) => format!("{} — {f}", c.definition),
+                None => c.definition.clone(),
+            },
         ]);
     }
     b.push(Block::Table(t));
+    for n in &tm.energy_na {
+        b.push(Block::Para(format!("Energy of {}: {}", n.device, n.reason)));
+    }
     if tm.energy.is_empty() {
         b.push(Block::Para(format!(
             "Power and energy: {}",
@@ -483,6 +489,7 @@ fn telemetry(r: &GradeReport, b: &mut Vec<Block>) {
             "device",
             "energy (J)",
             "method",
+            "integral of power (J)",
             "average power (W)",
             "peak power (W)",
             "inferences/J",
@@ -492,6 +499,7 @@ fn telemetry(r: &GradeReport, b: &mut Vec<Block>) {
                 e.device.clone(),
                 num(e.joules),
                 e.method.to_string(),
+                onum(e.power_integral_j),
                 num(e.average_power_w),
                 onum(e.peak_power_w),
                 onum(e.inferences_per_joule),

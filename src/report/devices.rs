@@ -70,14 +70,20 @@ fn nvidia(out: &mut dyn Write, d: &Devices) -> std::io::Result<()> {
                 d.nvidia.cuda_driver_version.as_deref().unwrap_or("?"),
                 d.nvidia.gpus.len()
             )?;
+            if let Some(e) = &d.nvidia.emulated {
+                writeln!(out, "  EMULATED: {e}")?;
+            }
             for g in &d.nvidia.gpus {
                 writeln!(
                     out,
-                    "  [{}] {} · {} · {:.1} GiB · power limit {} · PCI {}",
+                    "  [{}] {} · {} · {:.1} GiB · power {} of limit {} · PCI {}",
                     g.index,
                     g.name,
                     g.uuid,
                     g.memory_bytes as f64 / (1u64 << 30) as f64,
+                    g.power_w
+                        .map(|w| format!("{w:.1} W"))
+                        .unwrap_or_else(|| "n/a".into()),
                     g.power_limit_w
                         .map(|w| format!("{w:.0} W"))
                         .unwrap_or_else(|| "n/a".into()),
@@ -97,17 +103,35 @@ fn ascend(out: &mut dyn Write, d: &Devices) -> std::io::Result<()> {
     if let Some(why) = &a.not_available {
         writeln!(out, "  not available: {why}")?;
     }
+    if a.source.is_some() && a.not_available.is_none() {
+        writeln!(
+            out,
+            "  {} · driver {} · CANN {} · DCMI {} · {} NPU(s)",
+            a.source.as_deref().unwrap_or("?"),
+            a.driver_version.as_deref().unwrap_or("?"),
+            a.cann_version.as_deref().unwrap_or("?"),
+            a.dcmi_version.as_deref().unwrap_or("?"),
+            a.npus.len()
+        )?;
+    }
+    if let Some(e) = &a.emulated {
+        writeln!(out, "  EMULATED: {e}")?;
+    }
+    let or_na = |v: Option<String>| v.unwrap_or_else(|| "n/a".into());
     for n in &a.npus {
         writeln!(
             out,
-            "  card {} device {} · {} {} · {} AI cores",
+            "  card {} device {} · {} {} · {} AI cores · power {} · AI Core {} · HBM {} of {} MB · {}",
             n.card_id,
             n.device_id,
             n.chip_type,
             n.chip_name,
-            n.aicore_count
-                .map(|c| c.to_string())
-                .unwrap_or_else(|| "n/a".into())
+            or_na(n.aicore_count.map(|c| c.to_string())),
+            or_na(n.power_w.map(|w| format!("{w:.1} W"))),
+            or_na(n.aicore_util_pct.map(|u| format!("{u:.0} %"))),
+            or_na(n.hbm_used_mb.map(|u| u.to_string())),
+            or_na(n.hbm_total_mb.map(|u| u.to_string())),
+            or_na(n.temperature_c.map(|t| format!("{t:.0} °C"))),
         )?;
     }
     if let Some(s) = &a.npu_smi {

@@ -199,6 +199,7 @@ pub fn run_bytes(
         data: TensorData::F32(tensor),
     }])?;
     st.forward_ms = ran.forward_ms;
+    st.copies = ran.copies;
     let outs = ran.outputs;
     let t = Instant::now();
     let first = outs

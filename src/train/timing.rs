@@ -63,6 +63,17 @@ pub fn slice(r: &Recording, w: Window) -> Recording {
         channels: r.channels.clone(),
         ticks,
         gaps: Vec::new(),
+        // Failures that overlap the window, re-based to its start.
+        failures: r
+            .failures
+            .iter()
+            .filter(|f| f.last_at_ms > w.start_ms && f.first_at_ms <= w.end_ms)
+            .map(|f| telemetry::ReadFailure {
+                first_at_ms: (f.first_at_ms - w.start_ms).max(0.0),
+                last_at_ms: (f.last_at_ms.min(w.end_ms) - w.start_ms).max(0.0),
+                ..f.clone()
+            })
+            .collect(),
     }
 }
 
@@ -195,6 +206,7 @@ mod tests {
                 })
                 .collect(),
             gaps: vec![],
+            failures: vec![],
         };
         // Epoch from 2.5 s to 6.2 s: ticks 3, 4, 5, 6 (utilizations 30..60).
         let t = epoch_telemetry(

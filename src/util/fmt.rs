@@ -1,4 +1,20 @@
-//! Number formatting shared by every view.
+//! Number and error formatting shared by every view.
+
+/// An error and its sources, each said once: libloading's and NVML's errors put the useful
+/// part (the file, the reason) in their source, and their `Display` alone is terse.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
 
 /// `1234567` -> `1,234,567`.
 pub fn thousands(v: u64) -> String {

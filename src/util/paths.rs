@@ -44,3 +44,18 @@ pub fn profiles_dir() -> PathBuf {
         Some("line-inspection-realtime.toml"),
     )
 }
+
+/// acceval's cache (converted models, downloaded corpora): `$ACCEVAL_CACHE`, else
+/// `$XDG_CACHE_HOME/acceval`, else `~/.cache/acceval`, else one in the temporary folder.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("ACCEVAL_CACHE").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d).join("acceval");
+    }
+    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        Some(h) => PathBuf::from(h).join(".cache/acceval"),
+        None => std::env::temp_dir().join("acceval-cache"),
+    }
+}

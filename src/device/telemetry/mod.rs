@@ -20,11 +20,12 @@ pub mod sampler;
 
 use std::path::{Path, PathBuf};
 
+pub use crate::device::ascend::{DCMI_UTIL_AICORE, DCMI_UTIL_HBM, dcmi_power_w};
 pub use crate::report::schema::telemetry::{
-    Channel, ChannelSummary, EnergyFigure, EnergyMethod, Gap, Kind, Recording, SensorStatus, State,
-    TelemetrySummary, Tick,
+    Channel, ChannelSummary, DeviceNa, EnergyFigure, EnergyMethod, Gap, Kind, ReadFailure,
+    Recording, SensorStatus, State, TelemetrySummary, Tick,
 };
-pub use dcmi::{DCMI_UTIL_AICORE, DCMI_UTIL_HBM, Dcmi, dcmi_power_w};
+pub use dcmi::Dcmi;
 pub use ipmi::{Ipmi, parse_ipmi_power};
 pub use nvml::Nvml;
 pub use procfs::{
@@ -40,6 +41,11 @@ pub trait Sensor: Send {
     fn channels(&self) -> Vec<Channel>;
     /// Writes the current value of each channel (NaN when a read failed).
     fn read(&mut self, out: &mut [f64]);
+    /// Why the last read of channel `i` (this sensor's numbering) failed, when it did; the
+    /// sampler records it beside the NaN.
+    fn failure(&self, _i: usize) -> Option<String> {
+        None
+    }
 }
 
 /// What to probe.
@@ -113,6 +119,126 @@ pub fn trapezoid(points: &[(f64, f64)]) -> f64 {
         .sum()
 }
 
+/// The failure record of channel `name`, and how many of its ticks failed.
+fn failed_ticks(r: &Recording, i: usize) -> (Option<&ReadFailure>, usize, bool) {
+    let Some(f) = r.failures.iter().find(|f| f.channel == r.channels[i].name) else {
+        return (None, 0, false);
+    };
+    let inside =
+        |t: &&Tick| t.values[i].is_nan() && t.t_ms >= f.first_at_ms && t.t_ms <= f.last_at_ms;
+    let n = r.ticks.iter().filter(inside).count();
+    let last = r.ticks.last().is_some_and(|t| inside(&t));
+    (Some(f), n, last)
+}
+
+/// Mean and max of a channel over the window, and why they are partial or n/a.
+fn channel_summary(r: &Recording, i: usize) -> ChannelSummary {
+    let c = &r.channels[i];
+    let v: Vec<f64> = r
+        .ticks
+        .iter()
+        .map(|t| t.values[i])
+        .filter(|v| v.is_finite())
+        .collect();
+    let (f, failed, last) = failed_ticks(r, i);
+    // The reads do not stand for the window when its end was not read (a device lost) or
+    // most reads failed.
+    let unusable = f.is_some() && (last || failed * 2 > r.ticks.len());
+    ChannelSummary {
+        name: c.name.clone(),
+        kind: c.kind,
+        unit: c.kind.unit().to_string(),
+        mean: (!v.is_empty() && !unusable).then(|| v.iter().sum::<f64>() / v.len() as f64),
+        max: (!unusable)
+            .then(|| v.iter().copied().reduce(f64::max))
+            .flatten(),
+        samples: v.len(),
+        definition: c.definition.clone(),
+        failure: f.map(|f| {
+            format!(
+                "{failed} of {} reads failed ({:.1}–{:.1} s into the window): {}{}",
+                r.ticks.len(),
+                f.first_at_ms / 1e3,
+                f.last_at_ms / 1e3,
+                f.error,
+                if unusable {
+                    "; mean and max n/a: the reads that succeeded do not cover the window"
+                } else {
+                    ""
+                }
+            )
+        }),
+    }
+}
+
+/// A device's energy over the window: from its counter when the first and last ticks read
+/// it, else the trapezoid of its power when every tick read it; otherwise why not.
+fn device_energy(
+    r: &Recording,
+    d: &str,
+    inferences: u64,
+    input_mb: f64,
+) -> Option<Result<EnergyFigure, String>> {
+    let idx = |k: Kind| r.channels.iter().position(|c| c.device == d && c.kind == k);
+    let (p, e) = (idx(Kind::Power), idx(Kind::Energy));
+    if p.is_none() && e.is_none() {
+        return None;
+    }
+    let series = |i: usize| -> Vec<(f64, f64)> {
+        r.ticks
+            .iter()
+            .map(|t| (t.t_ms / 1e3, t.values[i]))
+            .collect()
+    };
+    let why = |i: usize| {
+        let (f, n, _) = failed_ticks(r, i);
+        match f {
+            Some(f) => format!(
+                "{}: {n} of {} reads failed: {}",
+                r.channels[i].name,
+                r.ticks.len(),
+                f.error
+            ),
+            None => format!(
+                "{}: fewer than two readings in the window",
+                r.channels[i].name
+            ),
+        }
+    };
+    let power = p.map(series);
+    let power_complete = power
+        .as_ref()
+        .filter(|s| s.len() >= 2 && s.iter().all(|x| x.1.is_finite()));
+    let counter = e.map(series).and_then(|s| {
+        let (a, b) = (s.first()?, s.last()?);
+        (s.len() >= 2 && a.1.is_finite() && b.1.is_finite()).then_some((b.1 - a.1, b.0 - a.0))
+    });
+    let (joules, method, secs, integral) = match (counter, power_complete) {
+        (Some((j, s)), pw) => (j, EnergyMethod::Counter, s, pw.map(|x| trapezoid(x))),
+        (None, Some(pw)) => (
+            trapezoid(pw),
+            EnergyMethod::Trapezoid,
+            pw[pw.len() - 1].0 - pw[0].0,
+            None,
+        ),
+        (None, None) => {
+            let mut reasons: Vec<String> = e.into_iter().chain(p).map(why).collect();
+            reasons.dedup();
+            return Some(Err(format!("n/a: {}", reasons.join("; "))));
+        }
+    };
+    Some(Ok(EnergyFigure {
+        device: d.to_string(),
+        joules,
+        method,
+        average_power_w: if secs > 0.0 { joules / secs } else { f64::NAN },
+        peak_power_w: power_complete.and_then(|s| s.iter().map(|x| x.1).reduce(f64::max)),
+        power_integral_j: integral,
+        inferences_per_joule: (joules > 0.0).then(|| inferences as f64 / joules),
+        mb_per_joule: (joules > 0.0).then(|| input_mb / joules),
+    }))
+}
+
 /// Summarises a recording; `inferences` and `input_mb` give the efficiency figures.
 pub fn summarise(
     r: &Recording,
@@ -121,74 +247,22 @@ pub fn summarise(
     input_mb: f64,
 ) -> TelemetrySummary {
     let window_s = r.ticks.last().map(|t| t.t_ms / 1e3).unwrap_or(0.0);
-    let mut channels = Vec::new();
-    for (i, c) in r.channels.iter().enumerate() {
-        if c.kind == Kind::Energy {
-            continue;
-        }
-        let v: Vec<f64> = r
-            .ticks
-            .iter()
-            .map(|t| t.values[i])
-            .filter(|v| v.is_finite())
-            .collect();
-        channels.push(ChannelSummary {
-            name: c.name.clone(),
-            kind: c.kind,
-            unit: c.kind.unit().to_string(),
-            mean: (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64),
-            max: v.iter().copied().reduce(f64::max),
-            samples: v.len(),
-            definition: c.definition.clone(),
-        });
-    }
-    let mut energy = Vec::new();
+    let channels = (0..r.channels.len())
+        .filter(|&i| r.channels[i].kind != Kind::Energy)
+        .map(|i| channel_summary(r, i))
+        .collect();
     let mut devices: Vec<&str> = r.channels.iter().map(|c| c.device.as_str()).collect();
     devices.dedup();
+    let (mut energy, mut energy_na) = (Vec::new(), Vec::new());
     for d in devices {
-        let idx = |k: Kind| r.channels.iter().position(|c| c.device == d && c.kind == k);
-        let power_points: Option<Vec<(f64, f64)>> = idx(Kind::Power).map(|i| {
-            r.ticks
-                .iter()
-                .map(|t| (t.t_ms / 1e3, t.values[i]))
-                .collect()
-        });
-        let peak = power_points.as_ref().and_then(|p| {
-            p.iter()
-                .map(|x| x.1)
-                .filter(|v| v.is_finite())
-                .reduce(f64::max)
-        });
-        let counter = idx(Kind::Energy).and_then(|i| {
-            let v: Vec<(f64, f64)> = r
-                .ticks
-                .iter()
-                .map(|t| (t.t_ms / 1e3, t.values[i]))
-                .filter(|x| x.1.is_finite())
-                .collect();
-            (v.len() >= 2).then(|| (v[v.len() - 1].1 - v[0].1, v[v.len() - 1].0 - v[0].0))
-        });
-        let (joules, method, secs) = match (counter, &power_points) {
-            (Some((j, s)), _) => (j, EnergyMethod::Counter, s),
-            (None, Some(p)) if p.iter().filter(|x| x.1.is_finite()).count() >= 2 => {
-                let f: Vec<&(f64, f64)> = p.iter().filter(|x| x.1.is_finite()).collect();
-                (
-                    trapezoid(p),
-                    EnergyMethod::Trapezoid,
-                    f[f.len() - 1].0 - f[0].0,
-                )
-            }
-            _ => continue,
-        };
-        energy.push(EnergyFigure {
-            device: d.to_string(),
-            joules,
-            method,
-            average_power_w: if secs > 0.0 { joules / secs } else { f64::NAN },
-            peak_power_w: peak,
-            inferences_per_joule: (joules > 0.0).then(|| inferences as f64 / joules),
-            mb_per_joule: (joules > 0.0).then(|| input_mb / joules),
-        });
+        match device_energy(r, d, inferences, input_mb) {
+            Some(Ok(e)) => energy.push(e),
+            Some(Err(reason)) => energy_na.push(DeviceNa {
+                device: d.to_string(),
+                reason,
+            }),
+            None => {}
+        }
     }
     let energy_unavailable = energy.is_empty().then(|| {
         let why: Vec<String> = sensors
@@ -200,6 +274,11 @@ pub fn summarise(
                 )
             })
             .map(|s| format!("{}: {}", s.sensor, s.status))
+            .chain(
+                energy_na
+                    .iter()
+                    .map(|n| format!("{}: {}", n.device, n.reason)),
+            )
             .collect();
         format!("n/a: no power or energy sensor here ({})", why.join("; "))
     });
@@ -212,6 +291,7 @@ pub fn summarise(
         channels,
         energy,
         energy_unavailable,
+        energy_na,
     }
 }
 
@@ -320,6 +400,7 @@ mod tests {
                 },
             ],
             gaps: vec![],
+            failures: vec![],
         };
         let s = summarise(&r, vec![], 300, 3.0);
         // node: trapezoid (100+200)/2·1 + 200·0.5 = 250 J over 1.5 s.
@@ -338,6 +419,7 @@ mod tests {
                 channels: vec![],
                 ticks: vec![],
                 gaps: vec![],
+                failures: vec![],
             },
             vec![SensorStatus {
                 sensor: "rapl".into(),

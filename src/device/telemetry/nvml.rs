@@ -10,6 +10,10 @@ pub struct Nvml {
     nvml: nvml_wrapper::Nvml,
     count: u32,
     first_energy_mj: Vec<Option<u64>>,
+    /// The emulator's self-description, when NVML is acceval's emulator.
+    emulated: Option<String>,
+    /// The last error of each channel (NaN reads), for the recording.
+    errors: Vec<Option<String>>,
 }
 
 impl Nvml {
@@ -31,6 +35,8 @@ impl Nvml {
             nvml,
             count,
             first_energy_mj,
+            emulated: crate::device::nvidia::emulated(),
+            errors: vec![None; count as usize * GPU_CHANNELS.len()],
         })
     }
 }
@@ -70,55 +76,93 @@ const GPU_CHANNELS: [(&str, Kind, &str); 8] = [
     ),
 ];
 
+/// A reading, or the error with the NVML call that gave it.
+fn got<T>(r: Result<T, nvml_wrapper::error::NvmlError>, call: &str) -> Result<T, String> {
+    r.map_err(|e| format!("{call}: {}", crate::util::fmt::error_chain(&e)))
+}
+
 impl Sensor for Nvml {
     fn name(&self) -> String {
-        format!("NVML ({} GPU)", self.count)
+        format!(
+            "NVML ({} GPU){}",
+            self.count,
+            self.emulated
+                .as_deref()
+                .map(|e| format!(" [EMULATED: {e}]"))
+                .unwrap_or_default()
+        )
     }
     fn channels(&self) -> Vec<Channel> {
+        let tag = if self.emulated.is_some() {
+            " [emulated sensor]"
+        } else {
+            ""
+        };
         (0..self.count)
             .flat_map(|i| {
                 GPU_CHANNELS.iter().map(move |(n, k, d)| Channel {
                     name: format!("gpu{i}.{n}"),
                     kind: *k,
                     device: format!("gpu{i}"),
-                    definition: d.to_string(),
+                    definition: format!("{d}{tag}"),
                 })
             })
             .collect()
     }
     fn read(&mut self, out: &mut [f64]) {
         use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
-        for i in 0..self.count {
-            let o = &mut out[i as usize * GPU_CHANNELS.len()..][..GPU_CHANNELS.len()];
-            o.fill(f64::NAN);
-            let Ok(d) = self.nvml.device_by_index(i) else {
-                continue;
-            };
-            if let Ok(u) = d.utilization_rates() {
-                o[0] = u.gpu as f64;
-                o[1] = u.memory as f64;
-            }
-            if let Ok(m) = d.memory_info() {
-                o[2] = m.used as f64 / 1e6;
-            }
-            if let Ok(p) = d.power_usage() {
-                o[3] = p as f64 / 1e3;
-            }
-            if let (Ok(e), Some(first)) = (
-                d.total_energy_consumption(),
-                self.first_energy_mj[i as usize],
+        let w = GPU_CHANNELS.len();
+        for i in 0..self.count as usize {
+            let reads: [Result<f64, String>; 8] = match got(
+                self.nvml.device_by_index(i as u32),
+                "nvmlDeviceGetHandleByIndex",
             ) {
-                o[4] = e.saturating_sub(first) as f64 / 1e3;
-            }
-            if let Ok(c) = d.clock_info(Clock::SM) {
-                o[5] = c as f64;
-            }
-            if let Ok(t) = d.temperature(TemperatureSensor::Gpu) {
-                o[6] = t as f64;
-            }
-            if let Ok(r) = d.current_throttle_reasons() {
-                o[7] = r.bits() as f64;
+                Err(e) => std::array::from_fn(|_| Err(e.clone())),
+                Ok(d) => {
+                    let u = got(d.utilization_rates(), "nvmlDeviceGetUtilizationRates");
+                    [
+                        u.clone().map(|u| u.gpu as f64),
+                        u.map(|u| u.memory as f64),
+                        got(d.memory_info(), "nvmlDeviceGetMemoryInfo")
+                            .map(|m| m.used as f64 / 1e6),
+                        got(d.power_usage(), "nvmlDeviceGetPowerUsage").map(|p| p as f64 / 1e3),
+                        got(
+                            d.total_energy_consumption(),
+                            "nvmlDeviceGetTotalEnergyConsumption",
+                        )
+                        .and_then(|e| match self.first_energy_mj[i] {
+                            Some(first) => Ok(e.saturating_sub(first) as f64 / 1e3),
+                            None => {
+                                Err("the energy counter could not be read at the window start"
+                                    .into())
+                            }
+                        }),
+                        got(d.clock_info(Clock::SM), "nvmlDeviceGetClockInfo(SM)")
+                            .map(|c| c as f64),
+                        got(
+                            d.temperature(TemperatureSensor::Gpu),
+                            "nvmlDeviceGetTemperature",
+                        )
+                        .map(|t| t as f64),
+                        got(
+                            d.current_throttle_reasons(),
+                            "nvmlDeviceGetCurrentClocksThrottleReasons",
+                        )
+                        .map(|r| r.bits() as f64),
+                    ]
+                }
+            };
+            for (k, r) in reads.into_iter().enumerate() {
+                let (v, e) = match r {
+                    Ok(v) => (v, None),
+                    Err(e) => (f64::NAN, Some(e)),
+                };
+                out[i * w + k] = v;
+                self.errors[i * w + k] = e;
             }
         }
+    }
+    fn failure(&self, i: usize) -> Option<String> {
+        self.errors.get(i).cloned().flatten()
     }
 }

@@ -44,11 +44,13 @@ pub(super) fn device_under_test(b: &BackendSettings, d: &Devices, engine: &str) 
             match d.ascend.npus.first() {
                 Some(n) => (
                     format!(
-                        "NPU {}:{} {} {}, DCMI {}; runtime {engine}",
+                        "NPU {}:{} {} {}, driver {}, CANN {}, DCMI {}; runtime {engine}",
                         n.card_id,
                         n.device_id,
                         n.chip_type,
                         n.chip_name,
+                        d.ascend.driver_version.as_deref().unwrap_or("?"),
+                        d.ascend.cann_version.as_deref().unwrap_or("?"),
                         d.ascend.dcmi_version.as_deref().unwrap_or("?")
                     ),
                     !n.chip_name.trim().is_empty(),
@@ -69,6 +71,31 @@ pub(super) fn device_under_test(b: &BackendSettings, d: &Devices, engine: &str) 
             "the mock backend: an emulated device, never certified".into(),
             false,
         ),
+    }
+}
+
+/// What makes the device under test an emulator, when it is one: the mock backend, a
+/// session whose library is acceval's emulator, or an identification that says so.
+pub(super) fn emulated(b: &BackendSettings, e: &Evidence) -> Option<String> {
+    let class = backend::describe(b).class;
+    if class == DeviceClass::Emulated {
+        return Some("the mock backend".into());
+    }
+    let sessions = e
+        .speed
+        .iter()
+        .map(|s| &s.session)
+        .chain(e.accuracy.iter().map(|a| &a.session));
+    if let Some(x) = sessions.filter_map(|s| s.emulated.clone()).next() {
+        return Some(x);
+    }
+    let d = e.devices.as_ref()?;
+    match class {
+        DeviceClass::Gpu => d.nvidia.emulated.clone(),
+        DeviceClass::Npu | DeviceClass::Asic | DeviceClass::Fpga | DeviceClass::Tpu => {
+            d.ascend.emulated.clone()
+        }
+        _ => None,
     }
 }
 
@@ -112,25 +139,43 @@ pub(super) fn devices(b: &BackendSettings, e: &Evidence) -> Found {
     );
     let class = backend::describe(b).class;
     let dedicated = class.is_dedicated_ai_chip();
+    let emulator = emulated(b, e);
+    let emulated_na = emulator.as_ref().map(|x| {
+        format!("emulated device ({x}): an emulator proves acceval's code, never the hardware")
+    });
     f.add(
         "§6 c, §6.2 b",
         "Compute units",
         "inference supports at least one dedicated AI inference chip besides CPU/GPU",
         format!("the device under test: {class} ({})", b.spec),
         match class {
+            _ if emulator.is_some() => Verdict::NotApplicable,
             _ if dedicated => Verdict::Pass,
-            DeviceClass::Emulated => Verdict::Fail,
             _ => Verdict::NotApplicable,
         },
         match class {
+            _ if emulator.is_some() => emulated_na.clone(),
             _ if dedicated => None,
-            DeviceClass::Emulated => na("an emulated device is not a chip"),
             c => Some(format!(
                 "the device under test is a {c}; §6.2 b concerns a dedicated AI inference chip (NPU, ASIC, FPGA, TPU), which this run does not certify"
             )),
         },
         Source::Standard,
     );
+    if let Some(x) = &emulator {
+        f.add(
+            "§6.2 b, c",
+            "Device is hardware",
+            "the device under test is a real device, not an emulator",
+            format!("emulated: {x}"),
+            Verdict::Fail,
+            Some("an emulated device is never certified".into()),
+            Source::Standard,
+        );
+        f.reasons.push(format!(
+            "the device under test is emulated ({x}): an emulated device is never certified"
+        ));
+    }
     let engine = e
         .speed
         .as_ref()
@@ -152,15 +197,19 @@ pub(super) fn devices(b: &BackendSettings, e: &Evidence) -> Found {
         "Device identification",
         "the device under test is identified (name, driver and runtime versions); container mapping supported",
         format!("{what}; container: {container}"),
-        if identified {
-            Verdict::Pass
-        } else {
-            Verdict::Fail
+        match (&emulated_na, identified) {
+            (Some(_), _) => Verdict::NotApplicable,
+            (None, true) => Verdict::Pass,
+            (None, false) => Verdict::Fail,
         },
-        (!identified).then(|| format!("the device the backend runs on was not identified: {what}")),
+        match (&emulated_na, identified) {
+            (Some(why), _) => Some(why.clone()),
+            (None, true) => None,
+            (None, false) => Some(format!("the device the backend runs on was not identified: {what}")),
+        },
         Source::Standard,
     );
-    if !identified {
+    if !identified && emulated_na.is_none() {
         f.reasons
             .push(format!("device identification (§6.2 c): {what}"));
     }
@@ -181,9 +230,25 @@ mod tests {
         assert_eq!(verdict(&f, "Device identification"), Verdict::Pass);
         // The CPU is no dedicated AI chip: not claimed.
         assert_eq!(verdict(&f, "Compute units"), Verdict::NotApplicable);
-        // An emulated device is never certified.
+        // An emulated device is never certified: §6.2 b and c are N/A, and the device is not
+        // hardware.
         let f = devices(&backend_of("mock"), &e);
-        assert_eq!(verdict(&f, "Compute units"), Verdict::Fail);
+        assert_eq!(verdict(&f, "Compute units"), Verdict::NotApplicable);
+        assert_eq!(verdict(&f, "Device identification"), Verdict::NotApplicable);
+        assert_eq!(verdict(&f, "Device is hardware"), Verdict::Fail);
+        assert!(!f.reasons.is_empty());
+        // An NPU whose session ran on acceval's CANN emulator: the same.
+        let (_, _, mut em) = fixture();
+        if let Some(s) = em.speed.as_mut() {
+            s.session.emulated = Some("acceval CANN emulator".into());
+        }
+        let f = devices(&backend_of("acl"), &em);
+        assert_eq!(verdict(&f, "Compute units"), Verdict::NotApplicable);
+        assert_eq!(verdict(&f, "Device is hardware"), Verdict::Fail);
+        // The real NPU (no emulator label): the compute-unit clause passes.
+        let f = devices(&backend_of("acl"), &e);
+        assert_eq!(verdict(&f, "Compute units"), Verdict::Pass);
+        assert!(f.clauses.iter().all(|c| c.title != "Device is hardware"));
         // A host whose architecture and OS were not identified fails.
         let (_, b, mut e) = fixture();
         let d = e.devices.as_mut().unwrap();

@@ -27,6 +27,9 @@ pub struct Gpu {
     pub memory_bytes: u64,
     /// The enforced power limit, W.
     pub power_limit_w: Option<f64>,
+    /// The power draw when identified, W (NVML power usage; a 1 s average on Ampere+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
 }
 
 /// NVML's view of the machine.
@@ -38,6 +41,10 @@ pub struct Nvidia {
     /// The CUDA version the driver supports, e.g. `13.0`.
     pub cuda_driver_version: Option<String>,
     pub gpus: Vec<Gpu>,
+    /// Set when the NVML library is acceval's emulator: what it says of itself. Its GPUs are
+    /// never certified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -47,6 +54,25 @@ pub struct Npu {
     pub chip_name: String,
     pub chip_type: String,
     pub aicore_count: Option<u32>,
+    /// The logic id (ACL's device id), when DCMI gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logic_id: Option<i32>,
+    /// PCI bus id (npu-smi's Bus-Id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_id: Option<String>,
+    /// Chip power when identified, W (DCMI's 0.1 W units, or npu-smi's Power(W)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<f64>,
+    /// AI Core utilization when identified, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aicore_util_pct: Option<f64>,
+    /// On-chip memory (HBM) in use and in all, MB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_used_mb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hbm_total_mb: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -58,6 +84,16 @@ pub struct Ascend {
     pub npus: Vec<Npu>,
     /// `npu-smi info` as printed, when that was the source.
     pub npu_smi: Option<String>,
+    /// The NPU driver's version (`dcmi_get_driver_version`, or npu-smi's version line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_version: Option<String>,
+    /// The CANN toolkit's version, read beside the libascendcl.so acceval would load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cann_version: Option<String>,
+    /// Set when DCMI (or npu-smi) is acceval's emulator: what it says of itself. Its NPUs are
+    /// never certified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated: Option<String>,
 }
 
 /// The host machine.

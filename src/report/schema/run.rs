@@ -19,6 +19,9 @@ pub struct StageTimes {
     pub preprocess_ms: f64,
     /// The backend's run: copy in, forward, copy out.
     pub forward_ms: f64,
+    /// The copies and the execution inside `forward_ms`, where the session times them apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<super::session::CopyTimes>,
     /// Softmax/top-k, box decoding + NMS, or de-normalisation.
     pub postprocess_ms: f64,
     /// All of the above (the §7.2.3 module time).

@@ -43,6 +43,27 @@ pub struct SessionInfo {
     pub library: Option<String>,
     /// Every session option that was set, as recorded.
     pub options: BTreeMap<String, String>,
+    /// Set when the device is an emulator (acceval's CANN or NVML stand-in): what it says of
+    /// itself. An emulated device proves acceval's code, never the hardware, and is never
+    /// certified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated: Option<String>,
+    /// How the session times host-to-device and device-to-host copies apart from the
+    /// forward (§7.2.3's copy stages), when it does; absent: the copies are inside the
+    /// forward.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<String>,
+}
+
+/// One inference's copy and compute times, where a session times them apart, ms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CopyTimes {
+    /// Every input copied host → device.
+    pub h2d_ms: f64,
+    /// The device's execution, synchronised.
+    pub execute_ms: f64,
+    /// Every output copied device → host, into host tensors.
+    pub d2h_ms: f64,
 }
 
 /// Where one node ran.

@@ -115,6 +115,18 @@ pub struct Gap {
     pub missed_ticks: u64,
 }
 
+/// A channel whose reads failed inside the window: how often, when, and the sensor's error.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct ReadFailure {
+    pub channel: String,
+    pub count: usize,
+    /// The first and the last failed tick, ms from the window start.
+    pub first_at_ms: f64,
+    pub last_at_ms: f64,
+    /// The first error the sensor gave (e.g. "nvmlDeviceGetPowerUsage: GPU is lost").
+    pub error: String,
+}
+
 /// Everything the sampler recorded over a window.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Recording {
@@ -122,6 +134,9 @@ pub struct Recording {
     pub channels: Vec<Channel>,
     pub ticks: Vec<Tick>,
     pub gaps: Vec<Gap>,
+    /// Reads that failed (a NaN tick value with the sensor's reason).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<ReadFailure>,
 }
 
 /// A channel over the window.
@@ -135,6 +150,10 @@ pub struct ChannelSummary {
     pub max: Option<f64>,
     pub samples: usize,
     pub definition: String,
+    /// Why some reads failed, when some did ("3 of 10 reads failed from 2.0 s: ..."); with
+    /// the last read failed or most reads failed, `mean` and `max` are left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// How an energy figure was obtained.
@@ -167,6 +186,11 @@ pub struct EnergyFigure {
     #[schemars(with = "Option<f64>")]
     pub average_power_w: f64,
     pub peak_power_w: Option<f64>,
+    /// Where the figure comes from a counter and the device also reports power: the
+    /// trapezoid of its power samples over the same window, J (the two should agree; a
+    /// 1 s power average hides transients).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_integral_j: Option<f64>,
     /// Inferences (samples) per joule over the window.
     pub inferences_per_joule: Option<f64>,
     /// Input megabytes per joule.
@@ -186,4 +210,15 @@ pub struct TelemetrySummary {
     /// Why there is no energy figure, when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy_unavailable: Option<String>,
+    /// Devices with power or energy channels whose figures could not be computed over the
+    /// whole window (a read failed, the device was lost), and why: "n/a", never 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub energy_na: Vec<DeviceNa>,
+}
+
+/// A device's energy that could not be measured, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema, PartialEq)]
+pub struct DeviceNa {
+    pub device: String,
+    pub reason: String,
 }
