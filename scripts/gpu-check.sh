@@ -9,7 +9,9 @@
 #      required by the telemetry clause, placement recorded (§6.2 f);
 #   3. with two or more GPUs, `run --backend cuda@1` and `ort:cuda@1` with telemetry, showing
 #      the work lands on GPU 1 (its utilization rises, GPU 0's does not);
-#   4. the cuda and ort:cuda outputs against the CPU's on identical seeded inputs;
+#   4. NVML energy: the total-energy counter against the integral of the power samples and
+#      against nvidia-smi's readings over the same bench (issue 23);
+#   5. the cuda and ort:cuda outputs against the CPU's on identical seeded inputs;
 # and writes one summary file, $OUT/gpu-check-summary.md (verdicts, clause tables,
 # placement, speed, telemetry, differences), beside the report folders.
 #
@@ -122,6 +124,38 @@ else
   echo "not run: no onnxruntime-gpu wheel in $PY (CUDAExecutionProvider absent)" >>"$SUMMARY"
 fi
 grade cuda cuda
+
+# NVML energy: the total-energy counter against the integral of the 1 s power samples
+# (acceval reports both), and against nvidia-smi's own power readings over the same bench.
+section "NVML energy: counter vs integral of power vs nvidia-smi (bench --backend cuda, 20 s)"
+nvidia-smi --query-gpu=timestamp,power.draw --format=csv,noheader,nounits -lms 500 >"$OUT/nvidia-smi-power.csv" 2>&1 &
+SMI=$!
+timeout 120 "$BIN" bench --backend cuda --model yolov8n-line --model-only --runs 100 --duration 20 \
+  --export-json "$OUT/bench-cuda-energy.json" >/dev/null 2>&1
+echo "bench exit $?" >>"$SUMMARY"
+kill "$SMI" 2>/dev/null
+"$PY" - "$OUT/bench-cuda-energy.json" "$OUT/nvidia-smi-power.csv" <<'PY' 2>&1 | fenced
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r.get("telemetry") or {}
+for e in t.get("energy") or []:
+    if not e["device"].startswith("gpu"):
+        continue
+    j, pi = e["joules"], e.get("power_integral_j")
+    print(f"{e['device']}: {j:.1f} J ({e['method']}); integral of power samples {pi} J"
+          + (f" ({100 * (pi - j) / j:+.2f} %)" if pi else "")
+          + f"; average {e['average_power_w']:.1f} W, peak {e.get('peak_power_w')} W")
+for n in t.get("energy_na") or []:
+    print("n/a:", n)
+w = []
+for line in open(sys.argv[2]):
+    try:
+        w.append(float(line.split(",")[1]))
+    except (IndexError, ValueError):
+        pass
+if w:
+    print(f"nvidia-smi power.draw over the run: mean {sum(w) / len(w):.1f} W, max {max(w):.1f} W ({len(w)} readings, 2/s, includes load and warm-up)")
+PY
 
 section "outputs against the CPU (seeded inputs, yolov8n-line)"
 M=yolov8n-line

@@ -1,0 +1,616 @@
+//! The accelerator paths through acceval's device emulators (emulators/, laid out by
+//! `scripts/fake-devices.sh`): the ACL backend's whole FFI sequence on CANN's ABI, ATC
+//! conversion, DCMI and NVML identification and sampling, fault injection and teardown, and
+//! the rule that an emulated device is never certified. The emulators are loaded exactly as
+//! the vendor libraries are (ASCEND_HOME_PATH, the loader's search path, PATH); the models
+//! are real and their outputs are checked against the CPU engine.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The environment that points acceval at the emulators.
+fn fake_env() -> &'static Vec<(String, String)> {
+    static ENV: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fake-devices");
+        // The profile the test binary was built with: its examples are the emulators.
+        let exe = std::env::current_exe().expect("test binary path");
+        let profile = if exe.components().any(|c| c.as_os_str() == "release") {
+            "release"
+        } else {
+            "debug"
+        };
+        let out = std::process::Command::new(root.join("scripts/fake-devices.sh"))
+            .arg(&dir)
+            .env("PROFILE", profile)
+            .output()
+            .expect("run scripts/fake-devices.sh");
+        assert!(
+            out.status.success(),
+            "fake-devices.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut env = Vec::new();
+        for line in text.lines() {
+            let (k, v) = line
+                .strip_prefix("export ")
+                .and_then(|l| l.split_once('='))
+                .unwrap_or_else(|| panic!("unexpected line from fake-devices.sh: {line}"));
+            // 'A'${X:+:$X} — the quoted part, then what the shell would append.
+            let quoted = v.split('\'').nth(1).unwrap_or_default().to_string();
+            let value = match k {
+                "PATH" => format!("{quoted}:{}", std::env::var("PATH").unwrap_or_default()),
+                _ => quoted,
+            };
+            env.push((k.to_string(), value));
+        }
+        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fake-devices-cache");
+        env.push(("ACCEVAL_CACHE".into(), tmp.display().to_string()));
+        env
+    })
+}
+
+/// acceval with the emulators and `extra` variables.
+fn acceval(args: &[&str], extra: &[(&str, String)]) -> Output {
+    let mut c = common::command();
+    c.args(args)
+        .envs(fake_env().iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    for (k, v) in extra {
+        c.env(k, v);
+    }
+    c.output().expect("run acceval")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A bench that ran to the end: exit 0 (VALID) or 1 (INVALID: the 2-core host is noisy; the
+/// validity verdict is not what these tests check), with a complete report.
+fn bench_json(o: &Output) -> Value {
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(o));
+    let r = json(o);
+    assert_eq!(r["complete"], true, "{}", text(o));
+    r
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(o)))
+}
+
+fn squeezenet() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models/squeezenet1_1.onnx")
+        .display()
+        .to_string()
+}
+
+fn now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The arrays of an .npz as f64.
+fn npz(path: &Path) -> HashMap<String, Vec<f64>> {
+    let mut r =
+        ndarray_npy::NpzReader::new(std::fs::File::open(path).expect("open npz")).expect("npz");
+    let names = r.names().expect("names");
+    names
+        .into_iter()
+        .map(|n| {
+            let a: ndarray::ArrayD<f32> = r.by_name(&n).expect("f32 array");
+            (n, a.iter().map(|&v| v as f64).collect())
+        })
+        .collect()
+}
+
+#[test]
+fn devices_lists_the_emulated_npu_and_gpu_with_power() {
+    let o = acceval(&["devices", "--json"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = json(&o);
+    let npu = &d["ascend"]["npus"][0];
+    assert!(npu["power_w"].as_f64().unwrap() > 0.0, "{npu}");
+    assert!(
+        npu["chip_name"].as_str().unwrap().contains("emulated"),
+        "{npu}"
+    );
+    assert!(
+        d["ascend"]["emulated"]
+            .as_str()
+            .unwrap()
+            .contains("emulator")
+    );
+    assert!(d["ascend"]["driver_version"].is_string());
+    assert!(
+        d["ascend"]["cann_version"]
+            .as_str()
+            .unwrap()
+            .contains("acceval emulator")
+    );
+    let gpu = &d["nvidia"]["gpus"][0];
+    assert!(gpu["power_w"].as_f64().unwrap() > 0.0, "{gpu}");
+    assert!(gpu["name"].as_str().unwrap().contains("emulated"));
+    assert!(
+        d["nvidia"]["emulated"]
+            .as_str()
+            .unwrap()
+            .contains("NVML emulator")
+    );
+    let acl = d["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "acl")
+        .unwrap();
+    assert_eq!(acl["availability"]["status"], "available", "{acl}");
+    assert!(
+        acl["availability"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("EMULATED")
+    );
+    // The terminal view says it too.
+    let o = acceval(&["devices"], &[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.matches("EMULATED").count() >= 3, "{out}");
+}
+
+#[test]
+fn acl_runs_a_real_model_like_the_cpu_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, c) = (dir.path().join("acl.npz"), dir.path().join("cpu.npz"));
+    let o = acceval(
+        &[
+            "run",
+            "--backend",
+            "acl",
+            "--model",
+            &squeezenet(),
+            "--output",
+            a.to_str().unwrap(),
+            "--runs",
+            "3",
+            "--json",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let r = json(&o);
+    assert!(
+        r["session"]["emulated"]
+            .as_str()
+            .unwrap()
+            .contains("CANN emulator")
+    );
+    assert!(
+        r["session"]["device"]
+            .as_str()
+            .unwrap()
+            .contains("EMULATED")
+    );
+    assert_eq!(r["session"]["options"]["precision_mode"], "origin");
+    assert!(
+        r["session"]["options"]["atc"]
+            .as_str()
+            .unwrap()
+            .contains("--precision_mode_v2=origin")
+    );
+    assert!(r["timings"]["convert_ms"].as_f64().unwrap() > 0.0);
+    let o = acceval(
+        &[
+            "run",
+            "--backend",
+            "cpu",
+            "--model",
+            &squeezenet(),
+            "--output",
+            c.to_str().unwrap(),
+            "--runs",
+            "1",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let (x, y) = (npz(&a), npz(&c));
+    assert_eq!(x.keys().collect::<Vec<_>>().len(), y.len());
+    for (name, ref_v) in &y {
+        let v = &x[name];
+        assert_eq!(v.len(), ref_v.len(), "{name}");
+        let num: f64 = v
+            .iter()
+            .zip(ref_v)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let den: f64 = ref_v.iter().map(|b| b * b).sum::<f64>().sqrt();
+        assert!(num / den <= 1e-4, "{name}: rel L2 {}", num / den);
+        assert!(den > 0.0);
+    }
+}
+
+#[test]
+fn acl_bench_times_copies_apart_and_dcmi_energy_is_the_ramp_integral() {
+    let (base, slope, t0) = (100.0, 5.0, now_s());
+    let env = [
+        ("DCMI_FAKE_T0", format!("{t0}")),
+        ("DCMI_FAKE_POWER_BASE", format!("{base}")),
+        ("DCMI_FAKE_POWER_SLOPE", format!("{slope}")),
+        // No cap: the test may start long after t0 on a busy machine.
+        ("DCMI_FAKE_POWER_MAX", "1e9".to_string()),
+        ("ACL_FAKE_H2D_US", "3000".to_string()),
+        ("ACL_FAKE_D2H_US", "2000".to_string()),
+    ];
+    let o = acceval(
+        &[
+            "bench",
+            "--backend",
+            "acl",
+            "--model",
+            &squeezenet(),
+            "--model-only",
+            "--runs",
+            "20",
+            "--duration",
+            "3",
+            "--json",
+        ],
+        &env,
+    );
+    let r = bench_json(&o);
+    let stages = r["stages"].as_object().unwrap();
+    assert_eq!(
+        stages.keys().cloned().collect::<Vec<_>>(),
+        vec!["d2h", "forward", "h2d"],
+        "{stages:?}"
+    );
+    let p50 = |s: &str| stages[s]["latency_ms"]["p50"].as_f64().unwrap();
+    // The emulated copies wait 3 ms and 2 ms: the stages see them, and no more than a
+    // millisecond of their own.
+    assert!((3.0..4.0).contains(&p50("h2d")), "h2d {}", p50("h2d"));
+    assert!((2.0..3.0).contains(&p50("d2h")), "d2h {}", p50("d2h"));
+    assert!(p50("forward") > 0.0);
+    let total = r["latency_ms"]["p50"].as_f64().unwrap();
+    assert!(total >= p50("h2d") + p50("d2h"), "{total}");
+    assert!(r["copies"].as_str().unwrap().contains("aclrtMemcpy"));
+    let tm = &r["telemetry"];
+    let e = tm["energy"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["device"] == "npu0")
+        .unwrap_or_else(|| panic!("no npu0 energy: {tm}"));
+    assert_eq!(e["method"], "trapezoid of power samples");
+    // The ramp P(t) = base + slope·(t − t0) over the window [origin, origin + window].
+    let a = r["origin_unix_ms"].as_f64().unwrap() / 1e3;
+    let b = a + tm["window_s"].as_f64().unwrap();
+    let expect = (b - a) * (base + slope * ((a + b) / 2.0 - t0));
+    let got = e["joules"].as_f64().unwrap();
+    assert!(
+        (got - expect).abs() / expect < 0.01,
+        "energy {got} J, ramp integral {expect} J"
+    );
+    let avg = e["average_power_w"].as_f64().unwrap();
+    assert!((avg - expect / (b - a)).abs() / avg < 0.01, "{avg}");
+    let peak = e["peak_power_w"].as_f64().unwrap();
+    assert!(
+        (peak - (base + slope * (b - t0))).abs() < 0.5,
+        "peak {peak}"
+    );
+    let util = tm["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "npu0.aicore_util_pct")
+        .unwrap();
+    assert!(util["samples"].as_u64().unwrap() >= 2, "{util}");
+    assert!(util["definition"].as_str().unwrap().contains("emulated"));
+}
+
+#[test]
+fn acl_errors_exit_2_naming_the_call_and_leave_no_device_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    for (fault, call, code) in [
+        ("aclmdlExecute:507011", "aclmdlExecute", "507011"),
+        ("aclrtMalloc:207001@2", "aclrtMalloc", "207001"),
+        ("aclrtMemcpy:100000@1", "aclrtMemcpy", "100000"),
+        ("aclmdlLoadFromFile:100012", "aclmdlLoadFromFile", "100012"),
+    ] {
+        let stats = dir.path().join(format!("{call}.json"));
+        let o = acceval(
+            &[
+                "run",
+                "--backend",
+                "acl",
+                "--model",
+                &squeezenet(),
+                "--runs",
+                "1",
+            ],
+            &[
+                ("ACL_FAKE_FAIL", fault.to_string()),
+                ("ACL_FAKE_STATS", stats.display().to_string()),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{fault}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(call) && err.contains(code), "{fault}: {err}");
+        assert!(
+            err.contains("injected by ACL_FAKE_FAIL"),
+            "ACL's recent message: {err}"
+        );
+        let s: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        for k in [
+            "live_device_allocations",
+            "live_buffers",
+            "live_datasets",
+            "live_descs",
+            "loaded_models",
+            "contexts",
+            "streams",
+            "device_refs",
+        ] {
+            assert_eq!(s[k], 0, "{fault}: {k} left after teardown: {s}");
+        }
+        assert_eq!(s["finalized"], true, "{fault}: {s}");
+        assert_eq!(s["faults_injected"], 1, "{fault}: {s}");
+    }
+    // A format acl cannot take names the backend that can.
+    let pt = dir.path().join("m.pt");
+    std::fs::write(&pt, b"not a model").unwrap();
+    let o = acceval(
+        &["run", "--backend", "acl", "--model", pt.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn atc_precision_is_origin_unless_asked_and_fp16_moves_the_accuracy() {
+    common::zoo_model("lstm-load-forecast");
+    common::reference("lstm-load-forecast");
+    let acc = |extra: &[&str]| {
+        let mut args = vec![
+            "accuracy",
+            "--backend",
+            "acl",
+            "--model",
+            "lstm-load-forecast",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let o = acceval(&args, &[]);
+        assert!(
+            o.status.success() || o.status.code() == Some(1),
+            "{}",
+            text(&o)
+        );
+        json(&o)
+    };
+    let origin = acc(&[]);
+    let mse = |r: &Value| {
+        r["mse"]
+            .as_f64()
+            .or_else(|| r["worst"]["mse"].as_f64())
+            .unwrap_or_else(|| panic!("no mse: {r}"))
+    };
+    assert!(
+        mse(&origin) < 1e-12,
+        "origin should match the CPU reference: {}",
+        mse(&origin)
+    );
+    let fp16 = acc(&["--ep-option", "precision_mode=fp16"]);
+    assert!(
+        mse(&fp16) > 1e-10,
+        "ATC's fp16 mode should move the outputs: {}",
+        mse(&fp16)
+    );
+    assert_eq!(fp16["session"]["options"]["precision_mode"], "fp16");
+}
+
+#[test]
+fn grade_on_the_emulated_npu_has_power_and_is_never_compliant() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let o = acceval(
+        &[
+            "grade",
+            "--profile",
+            "bigdata-forecast",
+            "--backend",
+            "acl",
+            "--runs",
+            "20",
+            "--duration",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["verdict"], "NOT COMPLIANT", "{}", r["verdict"]);
+    let clauses = r["clauses"].as_array().unwrap();
+    let find = |t: &str| {
+        clauses
+            .iter()
+            .find(|c| c["title"] == t)
+            .unwrap_or_else(|| panic!("no clause {t}"))
+    };
+    assert_eq!(find("Device is hardware")["verdict"], "FAIL");
+    assert_eq!(find("Compute units")["verdict"], "N/A");
+    assert!(
+        find("Compute units")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("emulated device")
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("npu0.power_w"),
+        "no NPU power channel in the report"
+    );
+    assert!(
+        md.contains("trapezoid of power samples"),
+        "no NPU energy in the report"
+    );
+    assert!(md.contains("emulated"), "the report does not say emulated");
+}
+
+#[test]
+fn nvml_faults_leave_the_run_complete_with_na_figures() {
+    let t0 = now_s();
+    // A healthy emulated GPU: energy from the counter, and the integral of its power beside.
+    let o = acceval(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--model",
+            &squeezenet(),
+            "--model-only",
+            "--runs",
+            "5",
+            "--duration",
+            "3",
+            "--json",
+        ],
+        &[
+            ("NVML_FAKE_T0", format!("{t0}")),
+            ("NVML_FAKE_POWER_MAX", "1e9".to_string()),
+        ],
+    );
+    let r = bench_json(&o);
+    let tm = &r["telemetry"];
+    let e = tm["energy"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["device"] == "gpu0")
+        .unwrap();
+    assert_eq!(e["method"], "energy counter");
+    let a = r["origin_unix_ms"].as_f64().unwrap() / 1e3;
+    let b = a + tm["window_s"].as_f64().unwrap();
+    let expect = (b - a) * (100.0 + 3.0 * ((a + b) / 2.0 - t0));
+    let got = e["joules"].as_f64().unwrap();
+    assert!(
+        (got - expect).abs() / expect < 0.01,
+        "counter {got} J, ramp {expect} J"
+    );
+    let integral = e["power_integral_j"].as_f64().unwrap();
+    assert!(
+        (integral - got).abs() / got < 0.01,
+        "integral {integral} vs counter {got}"
+    );
+
+    // The GPU falls off the bus 1.5 s in: the run completes, power and energy are n/a.
+    let o = acceval(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--model",
+            &squeezenet(),
+            "--model-only",
+            "--runs",
+            "5",
+            "--duration",
+            "3.5",
+            "--json",
+        ],
+        &[("NVML_FAKE_LOST_AFTER_S", "1.5".into())],
+    );
+    let r = bench_json(&o);
+    let tm = &r["telemetry"];
+    assert!(
+        tm["energy"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["device"] != "gpu0"),
+        "{tm}"
+    );
+    let na = tm["energy_na"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["device"] == "gpu0")
+        .unwrap();
+    // nvml-wrapper's text for NVML_ERROR_GPU_IS_LOST.
+    assert!(
+        na["reason"].as_str().unwrap().contains("fell off the bus"),
+        "{na}"
+    );
+    let power = tm["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "gpu0.power_w")
+        .unwrap();
+    assert!(
+        power["mean"].is_null(),
+        "a lost GPU's mean power must be n/a: {power}"
+    );
+    assert!(
+        power["failure"].as_str().unwrap().contains("n/a"),
+        "{power}"
+    );
+
+    // One failed power read mid-run: the counter still gives energy; the power integral is
+    // not claimed, and the failure is said.
+    let o = acceval(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--model",
+            &squeezenet(),
+            "--model-only",
+            "--runs",
+            "5",
+            "--duration",
+            "3",
+            "--json",
+        ],
+        &[("NVML_FAKE_FAIL", "nvmlDeviceGetPowerUsage:999@3".into())],
+    );
+    let r = bench_json(&o);
+    let tm = &r["telemetry"];
+    let e = tm["energy"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["device"] == "gpu0")
+        .unwrap();
+    assert_eq!(e["method"], "energy counter");
+    assert!(e["power_integral_j"].is_null(), "{e}");
+    assert!(e["peak_power_w"].is_null(), "{e}");
+    let power = tm["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "gpu0.power_w")
+        .unwrap();
+    assert!(
+        power["failure"].as_str().unwrap().starts_with("1 of "),
+        "{power}"
+    );
+    assert!(power["mean"].as_f64().unwrap() > 0.0, "{power}");
+}
