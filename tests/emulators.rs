@@ -172,6 +172,32 @@ fn devices_lists_the_emulated_npu_and_gpu_with_power() {
 }
 
 #[test]
+fn without_dcmi_npu_smi_lists_the_npus() {
+    // The driver's libdcmi.so off the search path; npu-smi (on PATH) answers instead.
+    let ld: String = fake_env()
+        .iter()
+        .find(|(k, _)| k == "LD_LIBRARY_PATH")
+        .map(|(_, v)| {
+            v.split(':')
+                .filter(|d| !d.contains("driver"))
+                .collect::<Vec<_>>()
+                .join(":")
+        })
+        .unwrap();
+    let o = acceval(&["devices", "--json"], &[("LD_LIBRARY_PATH", ld)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let d = json(&o);
+    let a = &d["ascend"];
+    assert_eq!(a["source"], "npu-smi info", "{a}");
+    assert!(a["emulated"].as_str().unwrap().contains("npu-smi"));
+    let npu = &a["npus"][0];
+    assert_eq!(npu["chip_name"], "910B3", "{npu}");
+    assert!(npu["power_w"].as_f64().unwrap() > 0.0, "{npu}");
+    assert_eq!(npu["hbm_total_mb"], 65536, "{npu}");
+    assert_eq!(npu["bus_id"], "0000:C1:00.0", "{npu}");
+}
+
+#[test]
 fn acl_runs_a_real_model_like_the_cpu_engine() {
     let dir = tempfile::tempdir().unwrap();
     let (a, c) = (dir.path().join("acl.npz"), dir.path().join("cpu.npz"));
@@ -227,6 +253,44 @@ fn acl_runs_a_real_model_like_the_cpu_engine() {
         &[],
     );
     assert!(o.status.success(), "{}", text(&o));
+    // §6.2 f: the whole graph on the NPU, the operators ATC's log puts on the AI CPU named.
+    let o = acceval(
+        &[
+            "run",
+            "--backend",
+            "acl",
+            "--model",
+            &squeezenet(),
+            "--runs",
+            "1",
+            "--placement",
+            "--json",
+        ],
+        // Its own .om cache: the emulator's placement knob is not part of the cache key.
+        &[
+            ("ATC_FAKE_AICPU_OPS", "Concat".into()),
+            (
+                "ACCEVAL_CACHE",
+                dir.path().join("cache").display().to_string(),
+            ),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let p = json(&o);
+    let s = &p["placement_summary"];
+    assert_eq!(s["nodes_on_device"], s["nodes"], "{s}");
+    assert_eq!(s["cpu_fallback"].as_array().unwrap().len(), 0, "{s}");
+    let aicpu = p["placement"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["device"].as_str().unwrap().contains("AI CPU"))
+        .count();
+    assert_eq!(
+        aicpu, 8,
+        "squeezenet1_1 has 8 Concat nodes: {}",
+        p["placement"]
+    );
     let (x, y) = (npz(&a), npz(&c));
     assert_eq!(x.keys().collect::<Vec<_>>().len(), y.len());
     for (name, ref_v) in &y {

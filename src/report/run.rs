@@ -24,7 +24,10 @@ pub fn write_text(out: &mut dyn Write, r: &RunReport) -> std::io::Result<()> {
     let t = &r.timings;
     writeln!(out, "Timings (§5.3; host wall clock, device synchronised):")?;
     match (t.load.convert_ms, &t.load.convert_note) {
-        (Some(c), _) => writeln!(out, "  IR conversion (parse + optimise):   {}", ms(c))?,
+        (Some(c), None) => writeln!(out, "  IR conversion (parse + optimise):   {}", ms(c))?,
+        (Some(c), Some(n)) => {
+            writeln!(out, "  IR conversion:                      {} ({n})", ms(c))?
+        }
         (None, Some(n)) => writeln!(out, "  IR conversion:                      n/a: {n}")?,
         (None, None) => writeln!(out, "  IR conversion:                      n/a")?,
     }
