@@ -93,7 +93,7 @@ pub fn write_all(
         write_file(&dir.join(name), bytes)?;
     }
     let m = manifest(r, e, p, profile_file, &files);
-    write_file(&dir.join("manifest.json"), &Json.export(&m)?)
+    Ok(write_file(&dir.join("manifest.json"), &Json.export(&m)?)?)
 }
 
 /// The SHA-256 of a manifest's provenance: its JSON with `files` emptied and
