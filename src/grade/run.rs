@@ -245,7 +245,7 @@ fn stage_model(c: &Ctx, e: &mut Evidence) {
             e.model_path = Some(m);
             e.stages.push(ran("model", t, true));
         }
-        Err(err) => e.stages.push(failed("model", t, &err)),
+        Err(err) => e.stages.push(failed("model", t, &err.into())),
     }
     c.progress.inc(1);
 }
@@ -356,17 +356,19 @@ fn stage_speed(c: &Ctx, e: &mut Evidence) {
         c.p.model.speed_precision,
         c.backend()
     ));
-    let res = zoo::resolve(Path::new(&speed_model_name(&c.p))).and_then(|model| {
-        let b = speed_settings(
-            &c.p,
-            model.clone(),
-            c.s.backend.clone(),
-            c.s.runs,
-            c.s.duration_s,
-            c.s.ptd.clone(),
-        );
-        Ok((bench::measure(&b, &Progress::hidden(), c.stop)?, model))
-    });
+    let res = zoo::resolve(Path::new(&speed_model_name(&c.p)))
+        .map_err(crate::measure::Error::from)
+        .and_then(|model| {
+            let b = speed_settings(
+                &c.p,
+                model.clone(),
+                c.s.backend.clone(),
+                c.s.runs,
+                c.s.duration_s,
+                c.s.ptd.clone(),
+            );
+            Ok((bench::measure(&b, &Progress::hidden(), c.stop)?, model))
+        });
     if let Ok((_, model)) = &res {
         c.progress
             .set_message(format!("operator placement on {} (§6.2 f)", c.backend()));
@@ -390,7 +392,7 @@ fn stage_speed(c: &Ctx, e: &mut Evidence) {
             e.speed = Some(s);
             e.speed_model = Some(m);
         }
-        Err(err) => e.stages.push(failed("speed", t, &err)),
+        Err(err) => e.stages.push(failed("speed", t, &err.into())),
     }
     c.progress.inc(1);
 }

@@ -1,0 +1,98 @@
+//! The library's settings as the command line names them. Each layer names a setting it
+//! refuses by a typed [`Setting`](crate::util::setting::SettingError) of its own (the
+//! settings struct's field); here each is mapped to its flag, and the library's errors that
+//! carry one become messages naming the flag the user typed (`--warmup-s -1: seconds in
+//! [0, 86400]`), with the CLI's hints (`pass --shape x:<dims>`). `grade` does the same with
+//! profile keys (`grade::stages`).
+
+use std::fmt::{Debug, Display};
+
+use crate::util::setting::SettingError;
+
+/// A library setting's flag.
+pub trait Flag {
+    fn flag(&self) -> &'static str;
+}
+
+impl Flag for crate::data::Setting {
+    fn flag(&self) -> &'static str {
+        match self {
+            crate::data::Setting::InputFiles => "--input",
+            crate::data::Setting::Shapes => "--shape",
+            crate::data::Setting::InputsPath => "--inputs",
+        }
+    }
+}
+
+impl Flag for crate::measure::Setting {
+    fn flag(&self) -> &'static str {
+        match self {
+            crate::measure::Setting::Percentile => "--percentile",
+            crate::measure::Setting::Batch => "--batch",
+            crate::measure::Setting::Inputs => "--inputs",
+            crate::measure::Setting::Task => "--task",
+        }
+    }
+}
+
+/// A refused setting, named by its flag.
+pub fn flagged<S: Flag + Display + Debug>(e: SettingError<S>) -> anyhow::Error {
+    anyhow::anyhow!(e.named(e.setting.flag()))
+}
+
+/// The inputs' error (`run`, `bench`), with what to pass.
+pub fn data(e: crate::data::Error) -> anyhow::Error {
+    use crate::data::Error;
+    match e {
+        Error::Setting(s) => flagged(s),
+        Error::DynamicDims { ref input, .. } => anyhow::anyhow!(
+            "{e}: pass --shape {input}:<dims> (e.g. 1x3x640x640) or --input {input}=FILE.npy"
+        ),
+        Error::NotGiven { ref input, .. } | Error::CannotGenerate { ref input, .. } => {
+            anyhow::anyhow!("{e} (--input {input}=FILE.npy)")
+        }
+        e => e.into(),
+    }
+}
+
+/// A run's or a benchmark's error (`run`, `bench`).
+pub fn measure(e: crate::measure::Error) -> anyhow::Error {
+    use crate::measure::Error;
+    match e {
+        Error::Setting(s) => flagged(s),
+        Error::Data(e) => data(e),
+        Error::WantsSeries => {
+            anyhow::anyhow!("a forecasting model takes --series FILE.csv, not --image")
+        }
+        Error::WantsImages { task } => {
+            anyhow::anyhow!("a {task} model takes --image FILE, not --series")
+        }
+        Error::StaticBatch { .. } => anyhow::anyhow!("{e} (--batch, --peak-power)"),
+        Error::Model(e) => analyse(e),
+        e => e.into(),
+    }
+}
+
+/// A model analysis's error (`inspect`, `run --placement`), naming `--input`.
+pub fn analyse(e: crate::model::AnalyseError) -> anyhow::Error {
+    use crate::model::AnalyseError;
+    match e {
+        AnalyseError::UnknownInput { name, known } => anyhow::anyhow!(
+            "--input '{name}': the model has no input of that name; its inputs are: {known}"
+        ),
+        AnalyseError::InputMismatch {
+            name,
+            given,
+            declared,
+        } => anyhow::anyhow!(
+            "--input '{name}:{given}' contradicts the model, which declares {name} as {declared}; pass a shape that matches the declared dims"
+        ),
+        AnalyseError::Contradiction(m) => {
+            anyhow::anyhow!("the input shapes contradict the model: {m}; check the --input shapes")
+        }
+        AnalyseError::InputTooLarge { ref input, .. } => {
+            anyhow::anyhow!("{e}: pass --input {input}:SHAPE")
+        }
+        e => e.into(),
+    }
+}
