@@ -35,6 +35,16 @@ impl Flag for crate::measure::Setting {
     }
 }
 
+impl Flag for crate::accuracy::Setting {
+    fn flag(&self) -> &'static str {
+        match self {
+            crate::accuracy::Setting::Inputs => "--inputs",
+            crate::accuracy::Setting::Task => "--task",
+            crate::accuracy::Setting::Reference => "--reference",
+        }
+    }
+}
+
 /// A refused setting, named by its flag.
 pub fn flagged<S: Flag + Display + Debug>(e: SettingError<S>) -> anyhow::Error {
     anyhow::anyhow!(e.named(e.setting.flag()))
@@ -69,6 +79,22 @@ pub fn measure(e: crate::measure::Error) -> anyhow::Error {
         }
         Error::StaticBatch { .. } => anyhow::anyhow!("{e} (--batch, --peak-power)"),
         Error::Model(e) => analyse(e),
+        e => e.into(),
+    }
+}
+
+/// A reference's or an accuracy grade's error (`reference`, `accuracy`).
+pub fn accuracy(e: crate::accuracy::Error) -> anyhow::Error {
+    use crate::accuracy::Error;
+    match e {
+        Error::Setting(s) => flagged(s),
+        Error::Data(e) => data(*e),
+        Error::NotCpu { spec } => anyhow::anyhow!(
+            "references are the FP32 model's outputs on the CPU: use --backend cpu (tract) or --backend ort:cpu, not '{spec}'"
+        ),
+        Error::CrossCheck { .. } => {
+            anyhow::anyhow!("{e} (pass --no-cross-check to skip it, which the manifest records)")
+        }
         e => e.into(),
     }
 }

@@ -290,7 +290,7 @@ fn stage_accuracy(c: &Ctx, e: &mut Evidence) -> anyhow::Result<()> {
 fn grade_precision(
     c: &Ctx,
     prec: Precision,
-) -> anyhow::Result<crate::report::schema::accuracy::AccuracyReport> {
+) -> Result<crate::report::schema::accuracy::AccuracyReport, crate::accuracy::Error> {
     let model = zoo::resolve(Path::new(&accuracy_model_name(&c.p, prec)))?;
     let reference =
         c.p.accuracy

@@ -105,6 +105,19 @@ impl Error {
     }
 }
 
+/// `From<$inner>` for an error enum whose variant `$variant` holds `$inner` boxed: the box
+/// keeps the enum small (a lower layer's error can be large), and `?` still converts.
+macro_rules! boxed_from {
+    ($outer:ty, $variant:ident, $inner:ty) => {
+        impl From<$inner> for $outer {
+            fn from(e: $inner) -> Self {
+                Self::$variant(Box::new(e))
+            }
+        }
+    };
+}
+pub(crate) use boxed_from;
+
 /// `std::fs::read`, with an error that names the file.
 pub fn read(path: &std::path::Path) -> Result<Vec<u8>, Error> {
     std::fs::read(path).map_err(Error::read(path))
