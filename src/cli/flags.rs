@@ -14,6 +14,63 @@ pub trait Flag {
     fn flag(&self) -> &'static str;
 }
 
+impl Flag for crate::load::Setting {
+    fn flag(&self) -> &'static str {
+        use crate::load::Setting::*;
+        match self {
+            Url => "--url",
+            Slo => "--slo",
+            ErrorBudget => "--error-budget",
+            MaxRate => "--max-rate",
+            StartRate => "--start-rate",
+            Precision => "--search-precision",
+            Concurrency => "--concurrency",
+            StepDuration => "--step-duration",
+            WarmupS => "--warmup-s",
+            Timeout => "--timeout",
+            MaxConnections => "--max-connections",
+            MaxResponseBytes => "--max-response-bytes",
+            MaxErrorBytes => "--max-error-bytes",
+            WarmupRequests => "--warmup-requests",
+            RequestCount => "--request-count",
+            MaxOutputLen => "--max-output-len",
+            RequestRate => "--request-rate",
+            MaxEventBytes => "--max-event-bytes",
+            SamplingParams => "--sampling-params",
+            Tokenizer => "--tokenizer",
+            Dataset => "--dataset",
+            SyntheticConfig => "--synthetic-config",
+            InputFile => "--input-file",
+            CaCert => "--cacert",
+            Cert => "--cert",
+            Key => "--key",
+            Crl => "--crl",
+        }
+    }
+}
+
+impl Flag for crate::server::Setting {
+    fn flag(&self) -> &'static str {
+        use crate::server::Setting::*;
+        match self {
+            Shapes => "--shape",
+            Instances => "--instances",
+            MaxBatch => "--max-batch",
+            BatchTimeoutUs => "--batch-timeout-us",
+            MaxInflight => "--max-inflight",
+            MaxBodyMb => "--max-body-mb",
+            HeaderTimeout => "--header-timeout",
+            BodyTimeout => "--body-timeout",
+            IdleTimeout => "--idle-timeout",
+            MaxConnections => "--max-connections",
+            MaxMemoryMb => "--max-memory-mb",
+            ApiKey => "--api-key",
+            TlsCert => "--tls-cert",
+            TlsKey => "--tls-key",
+        }
+    }
+}
+
 impl Flag for crate::data::Setting {
     fn flag(&self) -> &'static str {
         match self {
@@ -45,9 +102,48 @@ impl Flag for crate::accuracy::Setting {
     }
 }
 
+/// `serve`'s messages to its clients name a setting by its flag.
+pub fn serve_flag(s: crate::server::Setting) -> &'static str {
+    s.flag()
+}
+
 /// A refused setting, named by its flag.
 pub fn flagged<S: Flag + Display + Debug>(e: SettingError<S>) -> anyhow::Error {
     anyhow::anyhow!(e.named(e.setting.flag()))
+}
+
+/// A load run's error (`qps`).
+pub fn load(e: crate::load::Error) -> anyhow::Error {
+    match e {
+        crate::load::Error::Setting(s) => flagged(s),
+        e => e.into(),
+    }
+}
+
+/// An LLM benchmark's error.
+pub fn llm(e: crate::llm::Error) -> anyhow::Error {
+    match e {
+        crate::llm::Error::Setting(s) => flagged(s),
+        crate::llm::Error::Load(e) => load(e),
+        e => e.into(),
+    }
+}
+
+/// A server's error (`serve`).
+pub fn server(e: crate::server::Error) -> anyhow::Error {
+    use crate::server::Error;
+    match e {
+        Error::Setting(s) => flagged(s),
+        Error::BudgetBelowBody {
+            memory_mb,
+            body_mb,
+            need_mb,
+        } => anyhow::anyhow!(
+            "--max-memory-mb {memory_mb}: one request of --max-body-mb {body_mb} needs {need_mb} MB (its body and its decoded tensors); raise --max-memory-mb or lower --max-body-mb"
+        ),
+        Error::Data(e) => data(e),
+        e => e.into(),
+    }
 }
 
 /// The inputs' error (`run`, `bench`), with what to pass.
@@ -120,5 +216,28 @@ pub fn analyse(e: crate::model::AnalyseError) -> anyhow::Error {
             anyhow::anyhow!("{e}: pass --input {input}:SHAPE")
         }
         e => e.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_library_setting_is_shown_as_its_flag() {
+        let mut s = crate::load::QpsSettings::new("http://127.0.0.1:1", "m");
+        s.warmup_s = -1.0;
+        let lib = s.plan().unwrap_err();
+        assert_eq!(lib.to_string(), "warmup_s -1: seconds in [0, 86400]");
+        assert_eq!(
+            flagged(lib).to_string(),
+            "--warmup-s -1: seconds in [0, 86400]"
+        );
+        let mut l = crate::llm::LlmSettings::new("http://127.0.0.1:1", "m");
+        l.warmup = 5000;
+        assert_eq!(
+            flagged(l.check().unwrap_err()).to_string(),
+            "--warmup-requests 5000: requests in [0, 1000]"
+        );
     }
 }

@@ -362,7 +362,7 @@ impl Profile {
     fn check_qps(&self, c: &Checker) -> Result<(), ProfileError> {
         let Some(q) = &self.qps else { return Ok(()) };
         if let Err(e) = crate::load::slo::parse(&q.slo) {
-            return Err(c.err("qps", "slo", e));
+            return Err(c.err("qps", "slo", e.problem.to_string()));
         }
         c.range("qps", "min_qps", q.min_qps, 0.0, 1e9, false)?;
         if !(0.0..1.0).contains(&q.error_budget) {

@@ -45,7 +45,7 @@ pub fn qps(
     s.inputs.binary = q.binary;
     let report = crate::load::qps::measure(&s.plan()?, progress, stop);
     running.stop()?;
-    report
+    Ok(report?)
 }
 
 /// `acceval llm` against `url` with the profile's settings.
@@ -61,7 +61,7 @@ pub fn llm(
     s.dataset = Dataset::Synthetic(Some(synthetic_config));
     s.concurrency = l.concurrency;
     s.warmup = l.warmup;
-    crate::llm::measure(&s.plan()?, progress, stop)
+    Ok(crate::llm::measure(&s.plan()?, progress, stop)?)
 }
 
 /// The settings of a profile's `[train]` stage (telemetry at 1 s, events beside the report).
