@@ -102,6 +102,17 @@ impl Flag for crate::accuracy::Setting {
     }
 }
 
+impl Flag for crate::train::Setting {
+    fn flag(&self) -> &'static str {
+        match self {
+            crate::train::Setting::Workload => "--workload",
+            crate::train::Setting::Exec => "--exec",
+            crate::train::Setting::Precision => "--precision",
+            crate::train::Setting::ImageSize => "--image-size",
+        }
+    }
+}
+
 /// `serve`'s messages to its clients name a setting by its flag.
 pub fn serve_flag(s: crate::server::Setting) -> &'static str {
     s.flag()
@@ -191,6 +202,14 @@ pub fn accuracy(e: crate::accuracy::Error) -> anyhow::Error {
         Error::CrossCheck { .. } => {
             anyhow::anyhow!("{e} (pass --no-cross-check to skip it, which the manifest records)")
         }
+        e => e.into(),
+    }
+}
+
+/// A training's error.
+pub fn train(e: crate::train::Error) -> anyhow::Error {
+    match e {
+        crate::train::Error::Setting(s) => flagged(s),
         e => e.into(),
     }
 }

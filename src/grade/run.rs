@@ -461,7 +461,7 @@ fn stage_train(c: &Ctx, e: &mut Evidence) {
     c.progress
         .set_message(format!("training {} (§7.1, optional)", ts.workload));
     let settings = super::stages::train_settings(ts, &c.dir, c.s.ptd.clone());
-    match settings.and_then(|s| crate::train::run(&s, &Progress::hidden(), c.stop)) {
+    match settings.and_then(|s| Ok(crate::train::run(&s, &Progress::hidden(), c.stop)?)) {
         Ok(rep) => {
             e.stages.push(ran("train", t, rep.complete));
             e.train = Some(rep);
