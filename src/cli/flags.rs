@@ -238,6 +238,17 @@ pub fn analyse(e: crate::model::AnalyseError) -> anyhow::Error {
     }
 }
 
+/// A grade's error.
+pub fn grade(e: crate::grade::Error) -> anyhow::Error {
+    match e {
+        crate::grade::Error::NoSigningKey { path } => anyhow::anyhow!(
+            "--sign '{}': no such key file (make one with `acceval keygen --out NAME`)",
+            path.display()
+        ),
+        e => e.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
