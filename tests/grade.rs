@@ -426,3 +426,94 @@ fn a_reference_from_the_engine_under_test_alone_is_not_independent() {
         assert!(c.to_string().contains("reference not independent"), "{c}");
     }
 }
+
+/// A setting the library refuses is named as the user gave it (#22): in a grade by its
+/// profile key, on the command line by its flag, never by a flag the user did not type.
+/// The profile's check lets `[qps] max_rate` reach 1e9 and does not look at `[llm] url`'s
+/// scheme; the QPS search takes at most 1e7 req/s and the LLM client http(s) URLs, so both
+/// values pass the profile check and are refused by the library in the stages.
+#[test]
+fn a_refused_setting_names_the_profile_key_in_grade_and_the_flag_on_the_command_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/bigdata-forecast.toml"),
+    )
+    .unwrap();
+    assert!(
+        src.contains("max_rate = 2000.0"),
+        "the shipped [qps] changed"
+    );
+    let prof = tmp.path().join("bad-settings.toml");
+    std::fs::write(
+        &prof,
+        src.replace("max_rate = 2000.0", "max_rate = 50000000.0")
+            + "\n[llm]\nurl = \"localhost:1\"\nmodel = \"m\"\nsynthetic_config = \"synthetic.json\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("synthetic.json"),
+        r#"{"Input":{"Method":"uniform","Params":{"MinValue":3,"MaxValue":3}},"Output":{"Method":"uniform","Params":{"MinValue":5,"MaxValue":5}},"RequestCount":2}"#,
+    )
+    .unwrap();
+    let (code, _, err) = acceval(&["profile", "check", prof.to_str().unwrap()]);
+    assert_eq!(
+        code, 0,
+        "the profile check must let both values through: {err}"
+    );
+    let dir = tmp.path().join("r");
+    let (code, out, err) = grade(
+        prof.to_str().unwrap(),
+        "mock",
+        &dir,
+        &["--runs", "5", "--duration", "0"],
+    );
+    assert_ne!(code, 0, "{out}{err}");
+    let r = report(&dir);
+    let stage_error = |name: &str| -> String {
+        let s = r["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} stage: {}", r["stages"]));
+        assert_eq!(s["status"], "failed", "{s}");
+        s["error"].as_str().unwrap().to_string()
+    };
+    let qps = stage_error("qps");
+    assert!(
+        qps.contains("[qps] max_rate 50000000: req/s in (0, 10000000]"),
+        "{qps}"
+    );
+    let llm = stage_error("llm");
+    assert!(
+        llm.contains("[llm] url 'localhost:1': must start with http:// or https://"),
+        "{llm}"
+    );
+    for e in [&qps, &llm] {
+        assert!(
+            !e.contains("--"),
+            "a grade names a flag the user never typed: {e}"
+        );
+    }
+    // The same values on the command line name the flags the user typed.
+    let (code, _, err) = acceval(&[
+        "qps",
+        "--url",
+        "http://127.0.0.1:1",
+        "--model",
+        "m",
+        "--max-rate",
+        "50000000",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--max-rate 50000000: req/s in (0, 10000000]") && !err.contains("max_rate"),
+        "{err}"
+    );
+    let (code, _, err) = acceval(&["llm", "--url", "localhost:1", "--model", "m"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--url 'localhost:1': must start with http:// or https://"),
+        "{err}"
+    );
+}

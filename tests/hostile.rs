@@ -360,7 +360,7 @@ fn negative_declared_dim_is_dynamic_and_overflowing_dims_are_an_error() {
         .push(value_info_verbatim("x", F, Some(&[-5, 4])));
     let a = analyse_graph(g.clone(), 17);
     assert_eq!(a.macs, None);
-    assert!(a.macs_unavailable.unwrap().contains("--input x:<x:0>x4"));
+    assert!(a.macs_unavailable.unwrap().contains("as x:<x:0>x4"));
     assert_eq!(analyse_with(g, 17, &["x:3x4"]).other_ops, Some(12));
     let mut g = GraphBuilder::new("g")
         .node(node("Relu", &["x"], &["y"], vec![]))

@@ -444,7 +444,7 @@ fn dims_declared_minus_one_accept_a_concrete_input() {
     let a = analyse_graph(p.graph, p.opset);
     assert_eq!(a.macs, None);
     let why = a.macs_unavailable.expect("reason");
-    assert!(why.contains("--input x:<x:0>x3x<?>x<?>"), "{why}");
+    assert!(why.contains("as x:<x:0>x3x<?>x<?>"), "{why}");
     // A declared 0 is dynamic too; --input accepts 0 for a really empty dim.
     let g = GraphBuilder::new("g")
         .node(node("Relu", &["x"], &["y"], vec![]))

@@ -218,7 +218,7 @@ fn request_rates_run_once_each() {
         "DecodeTime",
         "GenerateSpeed (token/s)",
         "lpct (ms)",
-        "n/a: no --slo given",
+        "n/a: no SLO given",
     ] {
         assert!(text.contains(want), "{want} missing:\n{text}");
     }
@@ -531,7 +531,7 @@ fn what_the_client_buffers_is_capped() {
     );
     let e = run["records"][0]["error"].as_str().unwrap();
     assert!(
-        e.contains("over 1048576 bytes") && e.contains("--max-event-bytes"),
+        e.contains("over 1048576 bytes") && e.contains("max_event_bytes"),
         "{e}"
     );
     assert!(

@@ -562,7 +562,7 @@ fn dynamic_input_needs_a_shape() {
     let why = a.macs_unavailable.expect("reason");
     assert!(why.contains("images"), "{why}");
     assert!(
-        why.contains("--input images:<images_d0>x3x<images_d2>x<images_d3>"),
+        why.contains("as images:<images_d0>x3x<images_d2>x<images_d3>"),
         "{why}"
     );
     // With a shape: out [2,4,14,14]; MACs = 2·4·196 × 27 = 42,336.

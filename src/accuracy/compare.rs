@@ -32,13 +32,12 @@ pub fn compare(
     expected: &TensorData,
     rtol: f64,
     atol: f64,
-) -> Result<Diff, String> {
+) -> Result<Diff, super::Error> {
     if actual.shape() != expected.shape() {
-        return Err(format!(
-            "shape {:?} differs from the expected {:?}",
-            actual.shape(),
-            expected.shape()
-        ));
+        return Err(super::Error::ShapeDiffers {
+            actual: actual.shape().to_vec(),
+            expected: expected.shape().to_vec(),
+        });
     }
     let a = actual.to_f64();
     let e = expected.to_f64();

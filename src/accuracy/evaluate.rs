@@ -8,8 +8,7 @@
 
 use std::path::Path;
 
-use anyhow::bail;
-
+use super::{Error, Setting};
 use crate::accuracy::agreement::{self, Agreement};
 use crate::accuracy::metrics::{self, Accumulator, ErrorMetrics};
 use crate::accuracy::reference::{RefManifest, Reference, zoo_plan};
@@ -26,6 +25,7 @@ pub use crate::report::schema::accuracy::{
 use crate::standard::{self, Level};
 use crate::task::detect::DetectParams;
 use crate::util::progress::Progress;
+use crate::util::setting::SettingError;
 use crate::zoo::{self, Task};
 
 fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
@@ -64,15 +64,21 @@ pub fn find_reference(
     explicit: Option<&Path>,
     b: &BackendSettings,
     progress: &Progress,
-) -> anyhow::Result<(Reference, String)> {
+) -> Result<(Reference, String), Error> {
     let zoo = crate::zoo::identify(model);
     let dir = match (explicit, &zoo) {
         (Some(d), _) => d.to_path_buf(),
         (None, Some((e, _))) => crate::util::paths::references_dir().join(e.name),
-        (None, None) => bail!(
-            "'{}' is not a zoo model: pass --reference DIR, the FP32 model's reference (make it with `acceval reference --model FP32_MODEL.onnx --inputs ...`)",
-            model.display()
-        ),
+        (None, None) => {
+            return Err(SettingError::says(
+                Setting::Reference,
+                format!(
+                    "is needed: '{}' is not a zoo model; give the FP32 model's reference folder (make it with `acceval reference --model FP32_MODEL.onnx --inputs ...`)",
+                    model.display()
+                ),
+            )
+            .into());
+        }
     };
     if explicit.is_none() && !dir.join(crate::accuracy::reference::MANIFEST).is_file() {
         let (e, _) = zoo.as_ref().expect("zoo model");
@@ -101,18 +107,13 @@ pub fn find_reference(
                 "ONNX Runtime was not installed when the reference was computed on first use"
                     .into();
         }
-        crate::accuracy::reference::produce(&plan, &dir).map_err(|err| {
-            err.context(format!(
-                "computing the reference of {} (or make it with `acceval reference --model {} [--backend ort:cpu] [--no-cross-check]`)",
-                e.name, e.name
-            ))
+        crate::accuracy::reference::produce(&plan, &dir).map_err(|err| Error::Producing {
+            model: e.name.to_string(),
+            err: Box::new(err),
         })?;
     }
     let r = Reference::open(&dir)?;
-    let sha = crate::util::fs::sha256_hex(
-        &std::fs::read(model)
-            .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", model.display()))?,
-    );
+    let sha = crate::util::fs::sha256_hex(&crate::util::read(model)?);
     let relation = match (&r.manifest, &zoo) {
         (Some(m), Some((e, p))) => {
             let manifest = zoo::Manifest::read(&crate::util::paths::models_dir().join("zoo.toml"))?;
@@ -121,15 +122,12 @@ pub fn find_reference(
                 .map(|x| x.sha256.clone())
                 .unwrap_or_default();
             if m.model_sha256 != want {
-                bail!(
-                    "'{}' is the reference of {} (model SHA-256 {}), not of {} (SHA-256 {want} in models/zoo.toml): point --reference at {}'s reference, or recompute it with `acceval reference --model {}`",
-                    dir.join(crate::accuracy::reference::MANIFEST).display(),
-                    m.model,
-                    m.model_sha256,
-                    e.name,
-                    e.name,
-                    e.name
-                );
+                return Err(Error::OtherZooModel {
+                    manifest: dir.join(crate::accuracy::reference::MANIFEST),
+                    of_model: Box::new((m.model.clone(), m.model_sha256.clone())),
+                    model: e.name.to_string(),
+                    want_sha: want,
+                });
             }
             format!(
                 "zoo model {}{}: the reference's model is its FP32 original (SHA-256 checked)",
@@ -157,18 +155,19 @@ fn check_structure(
     dir: &Path,
     inputs: &[String],
     outputs: &[String],
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     let ri: Vec<&str> = m.inputs.iter().map(|d| d.name.as_str()).collect();
     let ro: Vec<&str> = m.outputs.iter().map(|d| d.name.as_str()).collect();
     if ri != inputs || ro != outputs {
-        bail!(
-            "'{}' is the reference of a model with inputs [{}] and outputs [{}]; this model has inputs [{}] and outputs [{}]: it is a reference for another model",
-            dir.join(crate::accuracy::reference::MANIFEST).display(),
-            ri.join(", "),
-            ro.join(", "),
-            inputs.join(", "),
-            outputs.join(", ")
-        );
+        return Err(Error::OtherModel {
+            manifest: dir.join(crate::accuracy::reference::MANIFEST),
+            reference_io: format!("inputs [{}] and outputs [{}]", ri.join(", "), ro.join(", ")),
+            model_io: format!(
+                "inputs [{}] and outputs [{}]",
+                inputs.join(", "),
+                outputs.join(", ")
+            ),
+        });
     }
     Ok(())
 }
@@ -234,7 +233,7 @@ fn agreement_of(l: &Layout, outs: &[HostTensor], refs: &[HostTensor]) -> Agreeme
             agreement::forecast(&a, &r)
         }
         (None, _, _) => Agreement::NotApplicable {
-            reason: "the task is unknown: pass --task".into(),
+            reason: "the task is unknown: give it".into(),
         },
         _ => Agreement::NotApplicable {
             reason: "the first output is not an FP32 tensor of the task's layout".into(),
@@ -250,7 +249,7 @@ fn grade_input(
     k: usize,
     rs: crate::accuracy::reference::RefSet,
     pass: &mut Pass,
-) -> anyhow::Result<InputResult> {
+) -> Result<InputResult, Error> {
     let set = set_name(reference, k);
     for (s, t) in l.specs.iter().zip(&rs.inputs) {
         check_input(
@@ -262,29 +261,27 @@ fn grade_input(
     let ran = session.timed_run(&rs.inputs)?;
     let (outs, ms) = (ran.outputs, ran.forward_ms);
     if outs.len() != rs.outputs.len() {
-        bail!(
-            "the model gave {} outputs, the reference {} has {}",
-            outs.len(),
-            reference.sets[k].display(),
-            rs.outputs.len()
-        );
+        return Err(Error::OutputCount {
+            got: outs.len(),
+            set: reference.sets[k].clone(),
+            want: rs.outputs.len(),
+        });
     }
     let mut per = Vec::with_capacity(outs.len());
     for (j, (a, r)) in outs.iter().zip(&rs.outputs).enumerate() {
         if a.name != r.name {
-            bail!(
-                "output {j} is '{}' in the model but '{}' in {}/output_{j}.pb: the reference is for another model",
-                a.name,
-                r.name,
-                reference.sets[k].display()
-            );
+            return Err(Error::OutputName {
+                index: j,
+                model_name: a.name.clone(),
+                ref_name: r.name.clone(),
+                set: reference.sets[k].clone(),
+            });
         }
-        let s = metrics::accumulate(&a.data, &r.data).map_err(|e| {
-            anyhow::anyhow!(
-                "output '{}': {e} ({}/output_{j}.pb); nothing is broadcast or converted",
-                a.name,
-                reference.sets[k].display()
-            )
+        let s = metrics::accumulate(&a.data, &r.data).map_err(|err| Error::Compare {
+            output: a.name.clone(),
+            err,
+            set: reference.sets[k].clone(),
+            index: j,
         })?;
         let m = s.finish();
         if let Some(i) = m.first_nonfinite {
@@ -469,9 +466,7 @@ fn grade_all(
     for k in 0..used {
         let set = match next.take() {
             Some(s) => Ok(s),
-            None => reference
-                .load_set(k, n_in, n_out)
-                .map_err(anyhow::Error::from),
+            None => reference.load_set(k, n_in, n_out).map_err(Error::from),
         };
         match set.and_then(|rs| grade_input(session, reference, layout, k, rs, &mut pass)) {
             Ok(r) => {
@@ -499,7 +494,7 @@ pub fn evaluate(
     reference: &Reference,
     relation: String,
     opts: &EvalOptions,
-) -> anyhow::Result<AccuracyReport> {
+) -> Result<AccuracyReport, Error> {
     let specs = input_specs(model)?;
     let output_names: Vec<String> = OnnxFile::open(model)?
         .graph()
@@ -514,7 +509,9 @@ pub fn evaluate(
     let available = reference.sets.len();
     let used = opts.limit.unwrap_or(available).min(available);
     if used == 0 {
-        bail!("the reference '{}' holds no input", reference.dir.display());
+        return Err(Error::EmptyReference {
+            dir: reference.dir.clone(),
+        });
     }
     let first = reference.load_set(0, specs.len(), output_names.len())?;
     let shapes = first
@@ -533,8 +530,10 @@ pub fn evaluate(
         input_hw: image_size(&specs),
     };
     // One untimed run first: the cold first inference is not a latency.
-    session.run(&first.inputs).map_err(|e| {
-        anyhow::Error::from(e).context(format!("running {} on {}", model.display(), b.spec))
+    session.run(&first.inputs).map_err(|err| Error::Run {
+        model: model.to_path_buf(),
+        spec: b.spec.to_string(),
+        err: Box::new(err),
     })?;
     let mut pass = grade_all(session.as_mut(), reference, &layout, used, first);
     let outputs = outputs_of(layout.output_names, &pass);
@@ -544,7 +543,9 @@ pub fn evaluate(
             let key = |m: &ErrorMetrics| if m.mse.is_nan() { f64::INFINITY } else { m.mse };
             key(&a.metrics).total_cmp(&key(&b.metrics))
         })
-        .ok_or_else(|| anyhow::anyhow!("'{}' declares no output", model.display()))?;
+        .ok_or_else(|| Error::NoOutput {
+            model: model.to_path_buf(),
+        })?;
     let mse = worst.metrics.mse;
     let level = if pass.nonfinite.is_empty() {
         standard::accuracy_level(mse)
@@ -566,7 +567,7 @@ pub fn evaluate(
     Ok(AccuracyReport {
         schema: "acceval.accuracy/1".into(),
         model: model.display().to_string(),
-        model_sha256: crate::util::fs::sha256_hex(&std::fs::read(model)?),
+        model_sha256: crate::util::fs::sha256_hex(&crate::util::read(model)?),
         precision: crate::zoo::identify(model).map(|(_, p)| p),
         session: session.info().clone(),
         reference: reference_info(reference, relation),

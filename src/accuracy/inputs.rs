@@ -1,16 +1,16 @@
-//! The inputs of a reference for a model outside the zoo: `--inputs` (images or series run
+//! The inputs of a reference for a model outside the zoo: given inputs (images or series run
 //! through the task's pre-processing, ONNX `test_data_set_N` folders, an `.npz`), or seeded
 //! tensors when none are given (said to be unrepresentative in the manifest).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::bail;
-
+use super::{Error, Setting};
 use crate::accuracy::reference::RefInput;
 use crate::data::inputs::InputSpec;
 use crate::data::io;
 use crate::model::tensor::{HostTensor, TensorData};
 use crate::task::Task;
+use crate::util::setting::SettingError;
 
 /// Where a reference's inputs come from, how they were pre-processed, and the inputs.
 pub struct Gathered {
@@ -19,32 +19,28 @@ pub struct Gathered {
     pub inputs: Vec<RefInput>,
 }
 
-fn static_shape(spec: &InputSpec) -> anyhow::Result<Vec<usize>> {
+fn static_shape(spec: &InputSpec) -> Result<Vec<usize>, Error> {
     spec.dims
         .iter()
         .map(|d| d.known().map(|v| v as usize))
         .collect::<Option<_>>()
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "input '{}' has dynamic dims: give the inputs as files (--inputs DIR with test_data_set_N, or an .npz)",
-                spec.name
-            )
+        .ok_or_else(|| Error::DynamicInput {
+            input: spec.name.clone(),
         })
 }
 
 /// `count` seeded input sets (set k, input j: seed + 1000·k + j).
-pub fn seeded(specs: &[InputSpec], count: usize, seed: u64) -> anyhow::Result<Gathered> {
+pub fn seeded(specs: &[InputSpec], count: usize, seed: u64) -> Result<Gathered, Error> {
     let mut sets = Vec::with_capacity(count);
     for k in 0..count {
         let mut tensors = Vec::new();
         for (j, s) in specs.iter().enumerate() {
             let sd = seed + 1000 * k as u64 + j as u64;
             let data = TensorData::seeded(s.dtype, &static_shape(s)?, sd).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "input '{}' is {}: give it as a file (--inputs)",
-                    s.name,
-                    s.dtype.name()
-                )
+                Error::CannotGenerate {
+                    input: s.name.clone(),
+                    dtype: s.dtype.name().to_string(),
+                }
             })?;
             tensors.push(HostTensor {
                 name: s.name.clone(),
@@ -59,7 +55,7 @@ pub fn seeded(specs: &[InputSpec], count: usize, seed: u64) -> anyhow::Result<Ga
     }
     Ok(Gathered {
         source: format!(
-            "{count} seeded inputs (floats uniform in [0, 1), integers in [0, 10)): not representative data; pass --inputs for real inputs"
+            "{count} seeded inputs (floats uniform in [0, 1), integers in [0, 10)): not representative data; give input files for real inputs"
         ),
         preprocessing: "none (generated at the model's input shape)".into(),
         inputs: sets,
@@ -72,12 +68,11 @@ fn from_files(
     files: Vec<(String, Vec<u8>)>,
     task: Task,
     source: String,
-) -> anyhow::Result<Gathered> {
+) -> Result<Gathered, Error> {
     let [spec] = specs else {
-        bail!(
-            "images and series feed models with one input; this one has {}",
-            specs.len()
-        );
+        return Err(Error::NotOneInput {
+            inputs: specs.len(),
+        });
     };
     let shape = static_shape(spec)?;
     let inputs = crate::task::prepare_inputs(task, &shape, &files)?
@@ -98,9 +93,8 @@ fn from_files(
     })
 }
 
-fn read(p: &Path) -> anyhow::Result<(String, Vec<u8>)> {
-    let bytes =
-        std::fs::read(p).map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", p.display()))?;
+fn read(p: &Path) -> Result<(String, Vec<u8>), Error> {
+    let bytes = crate::util::read(p)?;
     Ok((
         p.file_name()
             .unwrap_or_default()
@@ -118,7 +112,7 @@ fn ext(p: &Path) -> String {
 }
 
 /// One `.npz` archive whose arrays are named like the inputs.
-fn npz(specs: &[InputSpec], path: &Path) -> anyhow::Result<Gathered> {
+fn npz(specs: &[InputSpec], path: &Path) -> Result<Gathered, Error> {
     let mut tensors = Vec::new();
     for s in specs {
         tensors.push(HostTensor {
@@ -131,7 +125,7 @@ fn npz(specs: &[InputSpec], path: &Path) -> anyhow::Result<Gathered> {
         preprocessing: "none (arrays as given)".into(),
         inputs: vec![RefInput {
             source: path.display().to_string(),
-            source_sha256: Some(crate::util::fs::sha256_hex(&std::fs::read(path)?)),
+            source_sha256: Some(crate::util::fs::sha256_hex(&crate::util::read(path)?)),
             tensors,
         }],
     })
@@ -158,11 +152,7 @@ fn test_data_sets(path: &Path, entries: &[PathBuf]) -> Vec<PathBuf> {
     v.into_iter().map(|(_, p)| p).collect()
 }
 
-fn from_test_data(
-    specs: &[InputSpec],
-    path: &Path,
-    dirs: Vec<PathBuf>,
-) -> anyhow::Result<Gathered> {
+fn from_test_data(specs: &[InputSpec], path: &Path, dirs: Vec<PathBuf>) -> Result<Gathered, Error> {
     let mut sets = Vec::new();
     for d in dirs {
         let mut tensors = Vec::new();
@@ -186,8 +176,9 @@ fn from_test_data(
     })
 }
 
-/// The inputs in `path` (`--inputs`); `task` says how to pre-process images.
-pub fn from_path(specs: &[InputSpec], path: &Path, task: Option<Task>) -> anyhow::Result<Gathered> {
+/// The inputs in `path`; `task` says how to pre-process images.
+pub fn from_path(specs: &[InputSpec], path: &Path, task: Option<Task>) -> Result<Gathered, Error> {
+    let bad = |why: &str| Error::from(SettingError::bad(Setting::Inputs, path.display(), why));
     if path.is_file() {
         return match ext(path).as_str() {
             "csv" => from_files(
@@ -197,16 +188,16 @@ pub fn from_path(specs: &[InputSpec], path: &Path, task: Option<Task>) -> anyhow
                 format!("series {}", path.display()),
             ),
             "npz" => npz(specs, path),
-            _ => bail!(
-                "--inputs '{}': give a folder (images, test_data_set_N), a .csv series or an .npz",
-                path.display()
-            ),
+            _ => Err(bad(
+                "give a folder (images, test_data_set_N), a .csv series or an .npz",
+            )),
         };
     }
     if !path.is_dir() {
-        bail!("--inputs '{}' does not exist", path.display());
+        return Err(bad("does not exist"));
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(crate::util::Error::read(path))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     entries.sort();
@@ -214,7 +205,7 @@ pub fn from_path(specs: &[InputSpec], path: &Path, task: Option<Task>) -> anyhow
     if !sets.is_empty() {
         return from_test_data(specs, path, sets);
     }
-    let pick = |f: fn(&str) -> bool| -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let pick = |f: fn(&str) -> bool| -> Result<Vec<(String, Vec<u8>)>, Error> {
         entries
             .iter()
             .filter(|p| f(&ext(p)))
@@ -224,9 +215,12 @@ pub fn from_path(specs: &[InputSpec], path: &Path, task: Option<Task>) -> anyhow
     let images = pick(|e| matches!(e, "jpg" | "jpeg" | "png"))?;
     if !images.is_empty() {
         let task = task.ok_or_else(|| {
-            anyhow::anyhow!(
-                "'{}' holds images: pass --task classification|detection|forecasting to say how to pre-process them",
-                path.display()
+            SettingError::says(
+                Setting::Task,
+                format!(
+                    "is needed: '{}' holds images; say how to pre-process them (classification, detection or forecasting)",
+                    path.display()
+                ),
             )
         })?;
         return from_files(specs, images, task, format!("images in {}", path.display()));
@@ -240,8 +234,7 @@ pub fn from_path(specs: &[InputSpec], path: &Path, task: Option<Task>) -> anyhow
             format!("series in {}", path.display()),
         );
     }
-    bail!(
-        "--inputs '{}' holds no images, no .csv series and no test_data_set_N folder",
-        path.display()
-    )
+    Err(bad(
+        "holds no images, no .csv series and no test_data_set_N folder",
+    ))
 }

@@ -14,6 +14,7 @@ pub use crate::report::schema::accuracy::{
 };
 use crate::zoo::Entry;
 
+use super::Error;
 use crate::accuracy::metrics;
 use crate::backend::{self, BackendSpec, LoadOptions, SessionInfo};
 use crate::data::io;
@@ -56,11 +57,8 @@ fn decl(t: &HostTensor) -> IoDecl {
 }
 
 /// Runs every input on `spec`; returns the session's description and the outputs.
-fn run_all(plan: &Plan, spec: &BackendSpec) -> anyhow::Result<(SessionInfo, Vec<Vec<HostTensor>>)> {
-    let first = plan
-        .inputs
-        .first()
-        .ok_or_else(|| anyhow::anyhow!("no inputs to compute references for"))?;
+fn run_all(plan: &Plan, spec: &BackendSpec) -> Result<(SessionInfo, Vec<Vec<HostTensor>>), Error> {
+    let first = plan.inputs.first().ok_or(Error::NoInputs)?;
     let opts = LoadOptions {
         input_shapes: first
             .tensors
@@ -80,33 +78,32 @@ fn run_all(plan: &Plan, spec: &BackendSpec) -> anyhow::Result<(SessionInfo, Vec<
 }
 
 /// The other CPU engine, for the cross-check (the backend says which it is).
-pub fn other_cpu_engine(spec: &BackendSpec) -> anyhow::Result<BackendSpec> {
+pub fn other_cpu_engine(spec: &BackendSpec) -> Result<BackendSpec, Error> {
     match crate::backend::describe_spec(spec).cross_check {
         Some(other) => Ok(other
             .parse()
             .expect("a backend's cross-check spec is valid")),
-        None => anyhow::bail!(
-            "references are the FP32 model's outputs on the CPU: use --backend cpu (tract) or --backend ort:cpu, not '{spec}'"
-        ),
+        None => Err(Error::NotCpu {
+            spec: spec.to_string(),
+        }),
     }
 }
 
 /// Every reference output must be finite.
-fn check_finite(plan: &Plan, outputs: &[Vec<HostTensor>]) -> anyhow::Result<()> {
+fn check_finite(plan: &Plan, outputs: &[Vec<HostTensor>]) -> Result<(), Error> {
     for (k, outs) in outputs.iter().enumerate() {
         for o in outs {
             let v = o.data.to_f64();
             let nan = v.iter().filter(|x| x.is_nan()).count();
             let inf = v.iter().filter(|x| x.is_infinite()).count();
             if nan + inf > 0 {
-                anyhow::bail!(
-                    "the reference output '{}' of input {} ({}) holds {} NaN and {} infinite values: a reference must be finite; check the model and its inputs",
-                    o.name,
-                    k,
-                    plan.inputs[k].source,
+                return Err(Error::NotFinite {
+                    output: o.name.clone(),
+                    input: k,
+                    source_name: plan.inputs[k].source.clone(),
                     nan,
-                    inf
-                );
+                    inf,
+                });
             }
         }
     }
@@ -120,11 +117,10 @@ fn cross_check(
     other: &BackendSpec,
     info: &SessionInfo,
     outputs: &[Vec<HostTensor>],
-) -> anyhow::Result<CrossCheck> {
-    let (other_info, other_outs) = run_all(plan, other).map_err(|e| {
-        e.context(format!(
-            "cross-checking on {other} (pass --no-cross-check to skip it, which the manifest records)"
-        ))
+) -> Result<CrossCheck, Error> {
+    let (other_info, other_outs) = run_all(plan, other).map_err(|e| Error::CrossCheck {
+        other: other.to_string(),
+        err: Box::new(e),
     })?;
     let mut agreement: Vec<OutputAgreement> = outputs[0]
         .iter()
@@ -136,20 +132,20 @@ fn cross_check(
         .collect();
     for (k, (a, b)) in outputs.iter().zip(&other_outs).enumerate() {
         for (j, (x, y)) in a.iter().zip(b).enumerate() {
-            let m = metrics::metrics(&y.data, &x.data).map_err(|e| {
-                anyhow::anyhow!("output '{}': {} gives {e}", x.name, other_info.engine)
+            let m = metrics::metrics(&y.data, &x.data).map_err(|err| Error::CrossMetric {
+                output: x.name.clone(),
+                engine: other_info.engine.clone(),
+                err,
             })?;
             if m.rel_l2_error.is_nan() || m.rel_l2_error > CROSS_CHECK_REL_L2 {
-                anyhow::bail!(
-                    "the engines disagree on output '{}' of input {} ({}): relative L2 error {:.3e} between {} and {} exceeds {CROSS_CHECK_REL_L2:e} (max abs error {:.3e}); the reference is not written",
-                    x.name,
-                    k,
-                    plan.inputs[k].source,
-                    m.rel_l2_error,
-                    info.engine,
-                    other_info.engine,
-                    m.max_abs_error
-                );
+                return Err(Error::Disagree {
+                    output: x.name.clone(),
+                    input: k,
+                    source_name: plan.inputs[k].source.clone(),
+                    rel_l2: m.rel_l2_error,
+                    engines: format!("{} and {}", info.engine, other_info.engine),
+                    max_abs: m.max_abs_error,
+                });
             }
             let g = &mut agreement[j];
             g.max_rel_l2_error = g.max_rel_l2_error.max(m.rel_l2_error);
@@ -170,13 +166,12 @@ fn write_sets(
     plan: &Plan,
     outputs: &[Vec<HostTensor>],
     tmp: &Path,
-) -> anyhow::Result<Vec<SetRecord>> {
+) -> Result<Vec<SetRecord>, Error> {
     let mut sets = Vec::with_capacity(plan.inputs.len());
     for (k, (input, outs)) in plan.inputs.iter().zip(outputs).enumerate() {
         let dir = format!("test_data_set_{k}");
         let d = tmp.join(&dir);
-        std::fs::create_dir_all(&d)
-            .map_err(|e| anyhow::anyhow!("cannot create '{}': {e}", d.display()))?;
+        crate::util::create_dir_all(&d)?;
         let mut files = Vec::new();
         for (prefix, tensors) in [("input", &input.tensors), ("output", outs)] {
             for (j, t) in tensors.iter().enumerate() {
@@ -201,7 +196,7 @@ fn write_sets(
 
 /// Computes a reference and writes it to `out` (replacing what was there only once the
 /// whole reference has been computed, cross-checked and written).
-pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
+pub fn produce(plan: &Plan, out: &Path) -> Result<RefManifest, Error> {
     let other = other_cpu_engine(&plan.primary)?;
     let (info, outputs) = run_all(plan, &plan.primary)?;
     check_finite(plan, &outputs)?;
@@ -221,8 +216,7 @@ pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)
-        .map_err(|e| anyhow::anyhow!("cannot create '{}': {e}", parent.display()))?;
+    crate::util::create_dir_all(parent)?;
     let leaf = out
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -230,8 +224,7 @@ pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
     let tmp = parent.join(format!(".{leaf}.tmp.{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let sets = write_sets(plan, &outputs, &tmp)?;
-    let model_bytes = std::fs::read(plan.model)
-        .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", plan.model.display()))?;
+    let model_bytes = crate::util::read(plan.model)?;
     let manifest = RefManifest {
         schema: SCHEMA.into(),
         model: plan.name.clone(),
@@ -255,16 +248,17 @@ pub fn produce(plan: &Plan, out: &Path) -> anyhow::Result<RefManifest> {
     };
     let text = format!(
         "# Reference outputs written by `acceval reference`; checked by `acceval accuracy`.\n# Do not edit: every file's SHA-256 is verified.\n\n{}",
-        toml::to_string(&manifest)?
+        toml::to_string(&manifest).map_err(Error::ManifestText)?
     );
-    crate::util::fs::write_atomic(&tmp.join(MANIFEST), text.as_bytes())?;
+    crate::util::fs::write_file(&tmp.join(MANIFEST), text.as_bytes())?;
     let old = parent.join(format!(".{leaf}.old.{}", std::process::id()));
     if out.exists() {
-        std::fs::rename(out, &old)
-            .map_err(|e| anyhow::anyhow!("cannot replace '{}': {e}", out.display()))?;
+        std::fs::rename(out, &old).map_err(|err| Error::Replace {
+            path: out.to_path_buf(),
+            err,
+        })?;
     }
-    std::fs::rename(&tmp, out)
-        .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", out.display()))?;
+    std::fs::rename(&tmp, out).map_err(crate::util::Error::write(out))?;
     let _ = std::fs::remove_dir_all(&old);
     Ok(manifest)
 }
@@ -425,7 +419,7 @@ pub fn zoo_plan<'a>(
     primary: BackendSpec,
     threads: Option<usize>,
     cross_check: bool,
-) -> anyhow::Result<Plan<'a>> {
+) -> Result<Plan<'a>, Error> {
     let inputs = crate::zoo::input_set_tensors(entry)?
         .into_iter()
         .map(|p| RefInput {
@@ -443,7 +437,7 @@ pub fn zoo_plan<'a>(
         primary,
         threads,
         cross_check,
-        no_cross_check_reason: "--no-cross-check".into(),
+        no_cross_check_reason: "not asked for".into(),
         input_source: format!(
             "input set '{}' (inputs/{}/manifest.toml; `acceval inputs build {}` writes the files)",
             entry.input_set, entry.input_set, entry.input_set

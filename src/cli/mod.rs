@@ -10,6 +10,7 @@ use crate::measure::bench;
 use crate::model::InputShape;
 use crate::report::schema::qps::{Arrival, LoadMode};
 
+pub mod flags;
 pub mod parse;
 pub mod settings;
 

@@ -8,6 +8,7 @@ use anyhow::bail;
 use crate::Outcome;
 use crate::accuracy::evaluate::{self, EvalOptions, PrecisionTable};
 use crate::cli::AccuracyArgs;
+use crate::cli::flags;
 use crate::report::schema::Verdict;
 use crate::util::progress::Progress;
 use crate::zoo::{self, Precision};
@@ -39,13 +40,15 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
         for p in [Precision::Fp32, Precision::Fp16, Precision::Int8] {
             let model = zoo::resolve(Path::new(&format!("{}{}", entry.name, p.suffix())))?;
             let (reference, relation) =
-                evaluate::find_reference(&model, args.reference.as_deref(), &backend, &progress)?;
+                evaluate::find_reference(&model, args.reference.as_deref(), &backend, &progress)
+                    .map_err(flags::accuracy)?;
             progress.note(format!(
                 "acceval: grading {} on {}",
                 model.display(),
                 backend.spec
             ));
-            let r = evaluate::evaluate(&model, &backend, &reference, relation, &opts)?;
+            let r = evaluate::evaluate(&model, &backend, &reference, relation, &opts)
+                .map_err(flags::accuracy)?;
             let failed = r.error.clone();
             t.rows.push(r);
             if let Some(e) = failed {
@@ -64,8 +67,10 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
         bail!("model '{}' does not exist", model.display());
     }
     let (reference, relation) =
-        evaluate::find_reference(&model, args.reference.as_deref(), &backend, &progress)?;
-    let r = evaluate::evaluate(&model, &backend, &reference, relation, &opts)?;
+        evaluate::find_reference(&model, args.reference.as_deref(), &backend, &progress)
+            .map_err(flags::accuracy)?;
+    let r = evaluate::evaluate(&model, &backend, &reference, relation, &opts)
+        .map_err(flags::accuracy)?;
     out.write_files(&r)?;
     if let Some(e) = &r.error {
         bail!(

@@ -15,7 +15,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         s.policy.runs as u64,
         "{spinner} {elapsed_precise} {pos} samples (min {len}) {msg}",
     );
-    let report = bench::measure(&s, &progress, &stop_flag())?;
+    let report = bench::measure(&s, &progress, &stop_flag()).map_err(crate::cli::flags::measure)?;
     progress.finish();
     let out = args.output.outputs();
     out.write_files(&report)?;

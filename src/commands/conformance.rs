@@ -29,7 +29,12 @@ pub fn run(args: ConformanceArgs) -> anyhow::Result<Outcome> {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     })
-    .map_err(|e| anyhow::anyhow!(e))?;
+    .map_err(|e| match e {
+        conformance::Error::SuiteFolder { .. } => anyhow::anyhow!(
+            "{e}; pass --suite with a folder of test cases (scripts/fetch-onnx-node-tests.sh fetches ONNX's)"
+        ),
+        e => e.into(),
+    })?;
     bar.finish();
     report.show_failures = args.failures;
     args.output.outputs().emit(&report)?;

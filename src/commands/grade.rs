@@ -26,7 +26,7 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
     let progress = Progress::stages(0);
     let graded = run::grade(&s, &progress, &stop_flag());
     progress.finish();
-    let graded = graded?;
+    let graded = graded.map_err(crate::cli::flags::grade)?;
     let r = &graded.report;
     // --out is the report folder itself (written by the grade); the other outputs are extra.
     let out = Outputs {

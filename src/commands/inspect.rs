@@ -6,7 +6,7 @@ use crate::{model, report};
 
 pub fn run(args: InspectArgs) -> anyhow::Result<Outcome> {
     let path = crate::zoo::resolve(&args.model)?;
-    let analysis = model::analyse(&path, &args.inputs)?;
+    let analysis = model::analyse(&path, &args.inputs).map_err(crate::cli::flags::analyse)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         report::inspect::write_json(&mut out, &analysis)?;
@@ -18,7 +18,9 @@ pub fn run(args: InspectArgs) -> anyhow::Result<Outcome> {
         report::inspect::write_tables(&mut out, &analysis, &opts)?;
     }
     if let Some(reason) = &analysis.macs_unavailable {
-        eprintln!("acceval: note: MACs/FLOPs not computed: {reason}");
+        eprintln!(
+            "acceval: note: MACs/FLOPs not computed: {reason} (pass each shape with --input NAME:SHAPE)"
+        );
     }
     Ok(Outcome::Ok)
 }

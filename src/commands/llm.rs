@@ -50,9 +50,9 @@ pub fn settings(a: &LlmArgs) -> anyhow::Result<LlmSettings> {
 /// `acceval llm`: exit 0 when every run completed without a failed request.
 pub fn run(args: LlmArgs) -> anyhow::Result<Outcome> {
     let stop = crate::util::signal::stop_flag();
-    let plan = settings(&args)?.plan()?;
+    let plan = settings(&args)?.plan().map_err(crate::cli::flags::llm)?;
     let progress = Progress::new(0, "{bar:30} {pos}/{len} requests, {msg}");
-    let report = llm::measure(&plan, &progress, &stop)?;
+    let report = llm::measure(&plan, &progress, &stop).map_err(crate::cli::flags::llm)?;
     progress.finish();
     let written = args.output.outputs().emit(&report)?;
     if !written.is_empty() {

@@ -50,9 +50,9 @@ pub fn run(args: QpsArgs) -> anyhow::Result<Outcome> {
         "the bisection's stopping share is --search-precision SHARE (`train --precision` is the number format)",
     )?;
     let stop = crate::util::signal::stop_flag();
-    let plan = settings(&args).plan()?;
+    let plan = settings(&args).plan().map_err(crate::cli::flags::flagged)?;
     let progress = Progress::new(0, "{spinner} {elapsed_precise} QPS: {msg}");
-    let report = qps::measure(&plan, &progress, &stop)?;
+    let report = qps::measure(&plan, &progress, &stop).map_err(crate::cli::flags::load)?;
     progress.finish();
     emit(&args, &report)?;
     Ok(if report.max_qps.is_some() && report.complete {

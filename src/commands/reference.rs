@@ -10,6 +10,7 @@ use crate::Outcome;
 use crate::accuracy::reference::{self, Plan, RefManifest, zoo_plan};
 
 use crate::cli::ReferenceArgs;
+use crate::cli::flags;
 use crate::data::inputs::{check_input, input_specs};
 
 use crate::zoo::{self, Precision};
@@ -70,38 +71,18 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
                     entry.input_set
                 );
             }
-            zoo_plan(
+            let mut plan = zoo_plan(
                 &entry,
                 &model,
                 args.backend.clone(),
                 args.threads,
                 !args.no_cross_check,
-            )?
+            )
+            .map_err(flags::accuracy)?;
+            plan.no_cross_check_reason = "--no-cross-check".into();
+            plan
         }
-        Some(()) => {
-            let specs = input_specs(&model)?;
-            let g = match &args.inputs {
-                Some(p) => crate::accuracy::inputs::from_path(&specs, p, args.task)?,
-                None => crate::accuracy::inputs::seeded(&specs, args.count, args.seed)?,
-            };
-            let (input_source, preprocessing, inputs) = (g.source, g.preprocessing, g.inputs);
-            for i in &inputs {
-                for (s, t) in specs.iter().zip(&i.tensors) {
-                    check_input(s, &t.data, &i.source)?;
-                }
-            }
-            Plan {
-                model: &model,
-                name: name.clone(),
-                primary: args.backend.clone(),
-                threads: args.threads,
-                cross_check: !args.no_cross_check,
-                no_cross_check_reason: "--no-cross-check".into(),
-                input_source,
-                preprocessing,
-                inputs,
-            }
-        }
+        Some(()) => other_model_plan(&args, &model, &name)?,
     };
     let out = args
         .out
@@ -115,7 +96,7 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
         if plan.cross_check {
             format!(
                 ", cross-checking on {}",
-                reference::other_cpu_engine(&plan.primary)?
+                reference::other_cpu_engine(&plan.primary).map_err(flags::accuracy)?
             )
         } else {
             String::new()
@@ -124,7 +105,7 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     let m = reference::produce(&plan, &out);
     bar.finish_and_clear();
-    let m = m?;
+    let m = m.map_err(flags::accuracy)?;
     let mut o = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut o, &m)?;
@@ -133,6 +114,37 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
         write_text(&mut o, &m, &out)?;
     }
     Ok(Outcome::Ok)
+}
+
+/// The plan for a model outside the zoo: the given inputs (or seeded ones), each checked
+/// against the model's declaration.
+fn other_model_plan<'a>(
+    args: &ReferenceArgs,
+    model: &'a Path,
+    name: &str,
+) -> anyhow::Result<Plan<'a>> {
+    let specs = input_specs(model).map_err(flags::data)?;
+    let g = match &args.inputs {
+        Some(p) => crate::accuracy::inputs::from_path(&specs, p, args.task),
+        None => crate::accuracy::inputs::seeded(&specs, args.count, args.seed),
+    }
+    .map_err(flags::accuracy)?;
+    for i in &g.inputs {
+        for (s, t) in specs.iter().zip(&i.tensors) {
+            check_input(s, &t.data, &i.source).map_err(flags::data)?;
+        }
+    }
+    Ok(Plan {
+        model,
+        name: name.to_string(),
+        primary: args.backend.clone(),
+        threads: args.threads,
+        cross_check: !args.no_cross_check,
+        no_cross_check_reason: "--no-cross-check".into(),
+        input_source: g.source,
+        preprocessing: g.preprocessing,
+        inputs: g.inputs,
+    })
 }
 
 fn write_text(o: &mut impl Write, m: &RefManifest, out: &Path) -> std::io::Result<()> {

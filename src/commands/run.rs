@@ -6,15 +6,16 @@ use anyhow::Context;
 
 use crate::Outcome;
 use crate::cli::RunArgs;
+use crate::cli::flags;
 use crate::data::inputs::{InputsPath, input_specs, inputs_path};
 use crate::data::io;
 use crate::measure::run::{self, RunSettings, TaskSettings};
 
 pub fn run(mut args: RunArgs) -> anyhow::Result<Outcome> {
     let model = crate::zoo::resolve(&args.model)?;
-    let specs = input_specs(&model)?;
+    let specs = input_specs(&model).map_err(flags::data)?;
     if let Some(p) = args.inputs_path.clone() {
-        match inputs_path(&p, &specs)? {
+        match inputs_path(&p, &specs).map_err(flags::data)? {
             InputsPath::Images => args.images.push(p),
             InputsPath::Files(f) => args.inputs.extend(f),
         }
@@ -31,7 +32,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<Outcome> {
         runs: args.runs,
         placement: args.placement,
     };
-    let (mut report, outputs) = run::run_model(&s)?;
+    let (mut report, outputs) = run::run_model(&s).map_err(flags::measure)?;
     if let Some(path) = &args.output {
         io::write_npz(path, &outputs).with_context(|| "writing the outputs (--output)")?;
         report.output_file = Some(path.display().to_string());
@@ -57,7 +58,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<Outcome> {
 fn run_task(args: &RunArgs) -> anyhow::Result<Outcome> {
     let files = match &args.series {
         Some(s) => vec![s.clone()],
-        None => run::image_files(&args.images)?,
+        None => run::image_files(&args.images).map_err(flags::measure)?,
     };
     let s = TaskSettings {
         backend: args.backend.settings()?,
@@ -69,7 +70,7 @@ fn run_task(args: &RunArgs) -> anyhow::Result<Outcome> {
         detect: args.detect.params(),
     };
     let n = s.files.len();
-    let (report, error) = run::run_task(&s)?;
+    let (report, error) = run::run_task(&s).map_err(flags::measure)?;
     // What was measured is kept, marked incomplete, before the error is reported.
     if let Some(path) = &args.output {
         crate::util::fs::write_file(path, &serde_json::to_vec_pretty(&report)?)?;
@@ -77,7 +78,7 @@ fn run_task(args: &RunArgs) -> anyhow::Result<Outcome> {
     let out = args.output_args.outputs();
     out.write_files(&report)?;
     if let Some(e) = error {
-        return Err(e.context(format!(
+        return Err(anyhow::Error::new(e).context(format!(
             "{} of {n} files done{}",
             report.runs.len(),
             args.output

@@ -4,6 +4,7 @@ use anyhow::Context;
 
 use crate::Outcome;
 use crate::cli::ServeArgs;
+use crate::cli::flags;
 use crate::server::{self, ServeSettings};
 
 /// `acceval serve`: runs until SIGINT/SIGTERM.
@@ -25,8 +26,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
         max_memory_mb: args.max_memory_mb,
         api_key: args.api_key.clone(),
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+        names: flags::serve_flag,
     };
-    let cfg = server::config(&s)?;
+    let cfg = server::config(&s).map_err(flags::server)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -52,9 +54,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
             out.flush()?;
         }
         if let Some(e) = server::exposure(addr, cfg.api_key.is_some(), cfg.tls.is_some()) {
-            eprintln!("acceval serve: warning: {e}");
+            eprintln!("acceval serve: warning: {}", e.describe(flags::serve_flag));
         }
-        server::run_server(cfg, listener, shutdown_signal(), None, true).await
+        server::run_server(cfg, listener, shutdown_signal(), None, true)
+            .await
+            .map_err(flags::server)
     })?;
     Ok(Outcome::Ok)
 }

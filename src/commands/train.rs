@@ -19,7 +19,8 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         0,
         "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} steps {msg}",
     );
-    let report = crate::train::run(&s, &progress, &stop_flag())?;
+    let report =
+        crate::train::run(&s, &progress, &stop_flag()).map_err(crate::cli::flags::train)?;
     progress.finish();
     let out = args.output.outputs();
     out.emit(&report)?;

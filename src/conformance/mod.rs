@@ -4,7 +4,8 @@
 //! `test_data_set_N/` folders of `input_K.pb` / `output_K.pb` (serialised `TensorProto`s),
 //! the layout of ONNX's backend node tests. Each case is loaded, run on every data set, and
 //! compared with numpy's `allclose` rule. A case runs on its own thread with a time limit
-//! and panics caught, so one bad case cannot stop the suite.
+//! and panics caught, so one bad case cannot stop the suite. [`Error`] says why a suite
+//! could not be run at all; a case that cannot be read is a result (`bad_case`), not an error.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,22 @@ impl Counts {
 }
 
 /// Settings of a conformance run.
+/// Why a suite could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read suite folder '{}': {err}", dir.display())]
+    SuiteFolder { dir: PathBuf, err: std::io::Error },
+    #[error(
+        "'{}' holds no test case (a folder with model.onnx){}",
+        dir.display(),
+        filter.as_ref().map(|f| format!(" matching '{f}'")).unwrap_or_default()
+    )]
+    NoCases {
+        dir: PathBuf,
+        filter: Option<String>,
+    },
+}
+
 pub struct Settings {
     pub spec: BackendSpec,
     pub load: LoadOptions,
@@ -241,29 +258,27 @@ fn run_case(case: &Case, s: &Settings) -> (Status, Option<String>, Option<f64>) 
 }
 
 /// The test-case folders of `dir` (those holding model.onnx) whose name contains `filter`.
-fn case_dirs(dir: &Path, filter: Option<&str>) -> Result<Vec<PathBuf>, String> {
+fn case_dirs(dir: &Path, filter: Option<&str>) -> Result<Vec<PathBuf>, Error> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| {
-            format!(
-                "cannot read suite folder '{}': {e}; pass --suite with a folder of test cases (scripts/fetch-onnx-node-tests.sh fetches ONNX's)",
-                dir.display()
-            )
+        .map_err(|err| Error::SuiteFolder {
+            dir: dir.to_path_buf(),
+            err,
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("model.onnx").is_file())
         .filter(|p| {
-            filter.is_none_or(|f| p.file_name().is_some_and(|n| n.to_string_lossy().contains(f)))
+            filter.is_none_or(|f| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(f))
+            })
         })
         .collect();
     dirs.sort();
     if dirs.is_empty() {
-        return Err(format!(
-            "'{}' holds no test case (a folder with model.onnx){}",
-            dir.display(),
-            filter
-                .map(|f| format!(" matching '{f}'"))
-                .unwrap_or_default()
-        ));
+        return Err(Error::NoCases {
+            dir: dir.to_path_buf(),
+            filter: filter.map(str::to_string),
+        });
     }
     Ok(dirs)
 }
@@ -306,7 +321,7 @@ pub fn run_suite(
     dir: &Path,
     s: &Settings,
     mut progress: impl FnMut(usize, usize),
-) -> Result<Report, String> {
+) -> Result<Report, Error> {
     let t0 = Instant::now();
     let dirs = case_dirs(dir, s.filter.as_deref())?;
     let found = dirs.len();

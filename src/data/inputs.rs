@@ -5,14 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::bail;
-
-use super::io;
+use super::{Error, Setting, io};
 use crate::model::InputShape;
 use crate::model::onnx::{DataType, OnnxFile};
 use crate::model::shape::Dim;
-use crate::model::tensor::{HostTensor, SUPPORTED_IO_TYPES, TensorData};
+use crate::model::tensor::{HostTensor, TensorData};
 pub use crate::report::schema::run::{InputRecord, OutputRecord};
+use crate::util::setting::SettingError;
 
 /// One model input as the model declares it.
 #[derive(Debug, Clone)]
@@ -24,7 +23,7 @@ pub struct InputSpec {
 }
 
 /// The real inputs of a model (graph inputs that are not initializers), in order.
-pub fn input_specs(model: &Path) -> anyhow::Result<Vec<InputSpec>> {
+pub fn input_specs(model: &Path) -> Result<Vec<InputSpec>, Error> {
     let f = OnnxFile::open(model)?;
     let g = f.graph();
     let init: std::collections::HashSet<&str> =
@@ -37,7 +36,7 @@ pub fn input_specs(model: &Path) -> anyhow::Result<Vec<InputSpec>> {
 }
 
 /// The outputs of a model, in order.
-pub fn output_specs(model: &Path) -> anyhow::Result<Vec<InputSpec>> {
+pub fn output_specs(model: &Path) -> Result<Vec<InputSpec>, Error> {
     let f = OnnxFile::open(model)?;
     Ok(f.graph().output.iter().map(value_spec).collect())
 }
@@ -81,17 +80,14 @@ fn dims_text(d: &[Dim]) -> String {
 }
 
 /// Checks a given tensor against the model's declaration of input `spec`.
-pub fn check_input(spec: &InputSpec, data: &TensorData, source: &str) -> anyhow::Result<()> {
+pub fn check_input(spec: &InputSpec, data: &TensorData, source: &str) -> Result<(), Error> {
     if data.dtype() != spec.dtype {
-        bail!(
-            "input '{}': the model expects {} {}, {} holds {} {}; convert the array (numpy: arr.astype(...))",
-            spec.name,
-            spec.dtype.name(),
-            dims_text(&spec.dims),
-            source,
-            data.dtype().name(),
-            shape_text(data.shape())
-        );
+        return Err(Error::WrongType {
+            input: spec.name.clone(),
+            expected: format!("{} {}", spec.dtype.name(), dims_text(&spec.dims)),
+            given_by: source.to_string(),
+            got: format!("{} {}", data.dtype().name(), shape_text(data.shape())),
+        });
     }
     let shape = data.shape();
     let ok = shape.len() == spec.dims.len()
@@ -100,25 +96,31 @@ pub fn check_input(spec: &InputSpec, data: &TensorData, source: &str) -> anyhow:
             .zip(&spec.dims)
             .all(|(&g, d)| d.known().is_none_or(|k| k as usize == g));
     if !ok {
-        bail!(
-            "input '{}': the model expects shape {}, {} has {}",
-            spec.name,
-            dims_text(&spec.dims),
-            source,
-            shape_text(shape)
-        );
+        return Err(Error::WrongShape {
+            input: spec.name.clone(),
+            expected: dims_text(&spec.dims),
+            given_by: source.to_string(),
+            got: shape_text(shape),
+        });
     }
     Ok(())
 }
 
-/// Resolves every model input: from `--input` files, or generated from `seed` at the
-/// declared (or `--shape`) shape.
+/// Resolves every model input: from the given files, or generated from `seed` at the
+/// declared (or given) shape.
 pub fn gather_inputs(
     specs: &[InputSpec],
     files: &[String],
     shapes: &[InputShape],
     seed: u64,
-) -> anyhow::Result<(Vec<HostTensor>, Vec<InputRecord>)> {
+) -> Result<(Vec<HostTensor>, Vec<InputRecord>), Error> {
+    let names = || {
+        specs
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     // `name=path` pairs, and bare `.npz` archives read by input name.
     let mut named: Vec<(String, PathBuf)> = Vec::new();
     let mut archives: Vec<PathBuf> = Vec::new();
@@ -126,54 +128,52 @@ pub fn gather_inputs(
         match f.split_once('=') {
             Some((n, p)) => named.push((n.to_string(), PathBuf::from(p))),
             None if f.ends_with(".npz") => archives.push(PathBuf::from(f)),
-            None => bail!(
-                "--input '{f}': write NAME=FILE.npy (or NAME=FILE.npz), or give an .npz whose arrays are named like the inputs"
-            ),
+            None => {
+                return Err(SettingError::bad(
+                    Setting::InputFiles,
+                    f,
+                    "write NAME=FILE.npy (or NAME=FILE.npz), or give an .npz whose arrays are named like the inputs",
+                )
+                .into());
+            }
         }
     }
     for (n, _) in &named {
         if !specs.iter().any(|s| &s.name == n) {
-            bail!(
-                "--input '{n}=...': the model has no input '{n}'; its inputs are {}",
-                specs
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            return Err(SettingError::bad(
+                Setting::InputFiles,
+                format!("{n}=..."),
+                format!("the model has no input '{n}'; its inputs are {}", names()),
+            )
+            .into());
         }
     }
     for s in shapes {
         if !specs.iter().any(|sp| sp.name == s.name) {
-            bail!(
-                "--shape '{}': the model has no input of that name; its inputs are {}",
-                s.name,
-                specs
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            return Err(SettingError::bad(
+                Setting::Shapes,
+                &s.name,
+                format!(
+                    "the model has no input of that name; its inputs are {}",
+                    names()
+                ),
+            )
+            .into());
         }
     }
     // Every archive is read now: one that cannot be read, or that holds no array named like
     // an input, is an error (never ignored in favour of generated data).
     let mut archive_names = Vec::with_capacity(archives.len());
     for p in &archives {
-        let names = io::npz_names(p)?;
-        if !specs.iter().any(|s| names.contains(&s.name)) {
-            bail!(
-                "'{}' holds arrays [{}], none named like the model's inputs [{}]: name them after the inputs, or pass NAME=FILE.npz",
-                p.display(),
-                names.join(", "),
-                specs
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+        let in_archive = io::npz_names(p)?;
+        if !specs.iter().any(|s| in_archive.contains(&s.name)) {
+            return Err(Error::ArchiveUnmatched {
+                path: p.clone(),
+                names: in_archive.join(", "),
+                inputs: names(),
+            });
         }
-        archive_names.push(names);
+        archive_names.push(in_archive);
     }
     // Generated inputs only when no input is given at all.
     let given = !files.is_empty();
@@ -198,12 +198,10 @@ pub fn gather_inputs(
                 format!("file {} [{}]", p.display(), spec.name),
             )
         } else if given {
-            bail!(
-                "input '{}' is in none of the given files ({}): give it too (--input {}=FILE.npy), or give no input file to run on seeded inputs",
-                spec.name,
-                files.join(", "),
-                spec.name
-            );
+            return Err(Error::NotGiven {
+                input: spec.name.clone(),
+                files: files.join(", "),
+            });
         } else {
             generated(spec, shapes, seed.wrapping_add(k as u64))?
         };
@@ -222,12 +220,12 @@ pub fn gather_inputs(
     Ok((tensors, records))
 }
 
-/// A seeded input at the declared (or `--shape`) shape, within the memory budget.
+/// A seeded input at the declared (or given) shape, within the memory budget.
 fn generated(
     spec: &InputSpec,
     shapes: &[InputShape],
     s: u64,
-) -> anyhow::Result<(TensorData, String)> {
+) -> Result<(TensorData, String), Error> {
     let dims: Vec<usize> = match shapes.iter().find(|x| x.name == spec.name) {
         Some(x) => x.dims.iter().map(|&d| d as usize).collect(),
         None => match spec
@@ -237,13 +235,12 @@ fn generated(
             .collect::<Option<Vec<_>>>()
         {
             Some(d) if d.iter().all(|&v| v >= 0) => d.iter().map(|&v| v as usize).collect(),
-            _ => bail!(
-                "input '{}' has dynamic dims {}: pass --shape {}:<dims> (e.g. 1x3x640x640) or --input {}=FILE.npy",
-                spec.name,
-                dims_text(&spec.dims),
-                spec.name,
-                spec.name
-            ),
+            _ => {
+                return Err(Error::DynamicDims {
+                    input: spec.name.clone(),
+                    dims: dims_text(&spec.dims),
+                });
+            }
         },
     };
     crate::util::limits::tensor_bytes(
@@ -253,15 +250,10 @@ fn generated(
             .bits()
             .map(|b| b.div_ceil(8) as usize)
             .unwrap_or(8),
-    )
-    .map_err(|e| anyhow::anyhow!(e))?;
-    let data = TensorData::seeded(spec.dtype, &dims, s).ok_or_else(|| {
-        anyhow::anyhow!(
-            "input '{}' is {}; acceval can generate {SUPPORTED_IO_TYPES}: pass --input {}=FILE.npy",
-            spec.name,
-            spec.dtype.name(),
-            spec.name
-        )
+    )?;
+    let data = TensorData::seeded(spec.dtype, &dims, s).ok_or_else(|| Error::CannotGenerate {
+        input: spec.name.clone(),
+        dtype: spec.dtype.name().to_string(),
     })?;
     let range = if spec.dtype.is_float() {
         "uniform [0, 1)"
@@ -289,7 +281,7 @@ pub fn describe_output(t: &HostTensor) -> OutputRecord {
     }
 }
 
-/// What `--inputs PATH` holds.
+/// What an inputs folder or archive holds.
 pub enum InputsPath {
     /// Images: run the task pipeline on them.
     Images,
@@ -297,22 +289,20 @@ pub enum InputsPath {
     Files(Vec<String>),
 }
 
-/// Interprets `--inputs PATH`: an `.npz` archive; a folder of images; an ONNX
+/// Interprets an inputs path: an `.npz` archive; a folder of images; an ONNX
 /// `test_data_set` folder (or a test folder holding `test_data_set_0`); a folder of
 /// `NAME.npy` files named like the model's inputs.
-pub fn inputs_path(path: &Path, specs: &[InputSpec]) -> anyhow::Result<InputsPath> {
+pub fn inputs_path(path: &Path, specs: &[InputSpec]) -> Result<InputsPath, Error> {
+    let bad = |why: String| SettingError::bad(Setting::InputsPath, path.display(), why);
     if path.is_file() {
         return if path.extension().is_some_and(|e| e == "npz") {
             Ok(InputsPath::Files(vec![path.display().to_string()]))
         } else {
-            bail!(
-                "--inputs '{}': give a folder or an .npz archive",
-                path.display()
-            )
+            Err(bad("give a folder or an .npz archive".into()).into())
         };
     }
     if !path.is_dir() {
-        bail!("--inputs '{}' does not exist", path.display());
+        return Err(bad("does not exist".into()).into());
     }
     let has = |ext: &[&str]| {
         std::fs::read_dir(path)
@@ -354,15 +344,15 @@ pub fn inputs_path(path: &Path, specs: &[InputSpec]) -> anyhow::Result<InputsPat
         })
         .collect();
     if npy.is_empty() {
-        bail!(
-            "--inputs '{}' holds no images, no test_data_set and no .npy file named after an input ({})",
-            path.display(),
+        return Err(bad(format!(
+            "holds no images, no test_data_set and no .npy file named after an input ({})",
             specs
                 .iter()
                 .map(|s| format!("{}.npy", s.name))
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        ))
+        .into());
     }
     Ok(InputsPath::Files(npy))
 }

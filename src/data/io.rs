@@ -105,7 +105,7 @@ fn npy_header(bytes: &[u8]) -> Result<(Vec<usize>, usize, usize), String> {
 /// the memory budget) before anything is allocated for it.
 fn check_npy(head: &[u8], available: u64, what: &str) -> Result<(), String> {
     let (dims, elem, header) = npy_header(head)?;
-    let need = crate::util::limits::tensor_bytes(what, &dims, elem)?;
+    let need = crate::util::limits::tensor_bytes(what, &dims, elem).map_err(|e| e.to_string())?;
     let have = available.saturating_sub(header as u64);
     if need > have {
         return Err(format!(
@@ -252,7 +252,7 @@ pub fn write_npz(path: &Path, tensors: &[HostTensor]) -> Result<(), IoError> {
 }
 
 /// Converts a decoded `TensorProto` into host data (raw or typed fields).
-pub fn tensor_from_proto(t: &TensorProto) -> Result<TensorData, String> {
+fn tensor_from_proto(t: &TensorProto) -> Result<TensorData, String> {
     let shape: Vec<usize> = t.dims.iter().map(|&d| d.max(0) as usize).collect();
     let n: usize = shape.iter().product();
     let raw = &t.raw_data[..];

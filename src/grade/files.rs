@@ -14,7 +14,10 @@ use crate::report::schema::grade::{
 use crate::util::fs::{sha256_hex, write_file};
 
 /// The files of a grade folder other than the manifest: (name, bytes).
-pub fn report_files(r: &GradeReport, e: &Evidence) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+pub fn report_files(
+    r: &GradeReport,
+    e: &Evidence,
+) -> Result<Vec<(String, Vec<u8>)>, crate::report::Error> {
     let mut files = vec![
         ("report.json".to_string(), Json.export(r)?),
         (
@@ -87,13 +90,13 @@ pub fn write_all(
     e: &Evidence,
     p: &Profile,
     profile_file: &Path,
-) -> anyhow::Result<()> {
+) -> Result<(), crate::report::Error> {
     let files = report_files(r, e)?;
     for (name, bytes) in &files {
         write_file(&dir.join(name), bytes)?;
     }
     let m = manifest(r, e, p, profile_file, &files);
-    write_file(&dir.join("manifest.json"), &Json.export(&m)?)
+    Ok(write_file(&dir.join("manifest.json"), &Json.export(&m)?)?)
 }
 
 /// The SHA-256 of a manifest's provenance: its JSON with `files` emptied and

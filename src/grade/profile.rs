@@ -140,7 +140,7 @@ impl Checker<'_> {
 }
 
 /// A shipped profile's name, or a file: `line-inspection-realtime` or `my.toml`.
-pub fn locate(arg: &str) -> anyhow::Result<PathBuf> {
+pub fn locate(arg: &str) -> Result<PathBuf, super::Error> {
     let p = Path::new(arg);
     if p.is_file() {
         return Ok(p.to_path_buf());
@@ -161,10 +161,10 @@ pub fn locate(arg: &str) -> anyhow::Result<PathBuf> {
                 .map(|s| s.to_string_lossy().into_owned())
         })
         .collect();
-    anyhow::bail!(
-        "profile '{arg}' is neither a file nor a shipped profile; shipped: {}",
-        names.join(", ")
-    )
+    Err(super::Error::NoProfile {
+        name: arg.to_string(),
+        shipped: names.join(", "),
+    })
 }
 
 impl Profile {
@@ -362,7 +362,7 @@ impl Profile {
     fn check_qps(&self, c: &Checker) -> Result<(), ProfileError> {
         let Some(q) = &self.qps else { return Ok(()) };
         if let Err(e) = crate::load::slo::parse(&q.slo) {
-            return Err(c.err("qps", "slo", e));
+            return Err(c.err("qps", "slo", e.problem.to_string()));
         }
         c.range("qps", "min_qps", q.min_qps, 0.0, 1e9, false)?;
         if !(0.0..1.0).contains(&q.error_budget) {

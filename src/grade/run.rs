@@ -10,8 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use anyhow::Context;
-
+use super::Error;
 use super::clauses::{self, Evidence};
 use super::files;
 use super::profile::{self, Profile};
@@ -78,7 +77,7 @@ impl Ctx<'_> {
         self.s.backend.spec.to_string()
     }
     /// The report of what was measured so far, and all its files.
-    fn save(&self, e: &Evidence) -> anyhow::Result<GradeReport> {
+    fn save(&self, e: &Evidence) -> Result<GradeReport, Error> {
         let r = report(self, e)?;
         files::write_all(&self.dir, &r, e, &self.p, &self.profile_file)?;
         if let Some(key) = &self.s.sign {
@@ -89,12 +88,12 @@ impl Ctx<'_> {
 }
 
 /// A stage that ended in an error.
-fn failed(name: &str, t: Instant, e: &anyhow::Error) -> Stage {
+fn failed(name: &str, t: Instant, e: &dyn std::fmt::Display) -> Stage {
     Stage {
         name: name.into(),
         status: StageStatus::Failed,
         seconds: t.elapsed().as_secs_f64(),
-        error: Some(format!("{e:#}")),
+        error: Some(e.to_string()),
     }
 }
 
@@ -160,7 +159,7 @@ pub fn grade(
     s: &GradeSettings,
     progress: &Progress,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<Graded> {
+) -> Result<Graded, Error> {
     let profile_file = profile::locate(&s.profile)?;
     let p = Profile::load(&profile_file)?;
     let created = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
@@ -180,12 +179,9 @@ pub fn grade(
     if let Some(k) = &s.sign
         && !k.is_file()
     {
-        anyhow::bail!(
-            "--sign '{}': no such key file (make one with `acceval keygen --out NAME`)",
-            k.display()
-        );
+        return Err(Error::NoSigningKey { path: k.clone() });
     }
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating '{}'", dir.display()))?;
+    crate::util::create_dir_all(&dir)?;
     progress
         .set_length(4 + p.qps.is_some() as u64 + p.llm.is_some() as u64 + p.train.is_some() as u64);
     let c = Ctx {
@@ -251,7 +247,7 @@ fn stage_model(c: &Ctx, e: &mut Evidence) {
 }
 
 /// 3. Accuracy per precision (Table 3); the report is written after each precision.
-fn stage_accuracy(c: &Ctx, e: &mut Evidence) -> anyhow::Result<()> {
+fn stage_accuracy(c: &Ctx, e: &mut Evidence) -> Result<(), Error> {
     let t = Instant::now();
     let mut interrupted = false;
     if e.model_path.is_some() {
@@ -266,7 +262,7 @@ fn stage_accuracy(c: &Ctx, e: &mut Evidence) -> anyhow::Result<()> {
                 Ok(a) => e.accuracy.push(a),
                 Err(err) => e.accuracy_errors.push(AccuracyError {
                     precision: prec,
-                    error: format!("{err:#}"),
+                    error: err.to_string(),
                 }),
             }
             c.save(e)?;
@@ -290,7 +286,7 @@ fn stage_accuracy(c: &Ctx, e: &mut Evidence) -> anyhow::Result<()> {
 fn grade_precision(
     c: &Ctx,
     prec: Precision,
-) -> anyhow::Result<crate::report::schema::accuracy::AccuracyReport> {
+) -> Result<crate::report::schema::accuracy::AccuracyReport, crate::accuracy::Error> {
     let model = zoo::resolve(Path::new(&accuracy_model_name(&c.p, prec)))?;
     let reference =
         c.p.accuracy
@@ -356,17 +352,19 @@ fn stage_speed(c: &Ctx, e: &mut Evidence) {
         c.p.model.speed_precision,
         c.backend()
     ));
-    let res = zoo::resolve(Path::new(&speed_model_name(&c.p))).and_then(|model| {
-        let b = speed_settings(
-            &c.p,
-            model.clone(),
-            c.s.backend.clone(),
-            c.s.runs,
-            c.s.duration_s,
-            c.s.ptd.clone(),
-        );
-        Ok((bench::measure(&b, &Progress::hidden(), c.stop)?, model))
-    });
+    let res = zoo::resolve(Path::new(&speed_model_name(&c.p)))
+        .map_err(crate::measure::Error::from)
+        .and_then(|model| {
+            let b = speed_settings(
+                &c.p,
+                model.clone(),
+                c.s.backend.clone(),
+                c.s.runs,
+                c.s.duration_s,
+                c.s.ptd.clone(),
+            );
+            Ok((bench::measure(&b, &Progress::hidden(), c.stop)?, model))
+        });
     if let Ok((_, model)) = &res {
         c.progress
             .set_message(format!("operator placement on {} (§6.2 f)", c.backend()));
@@ -436,7 +434,8 @@ fn stage_llm(c: &Ctx, e: &mut Evidence) {
         .parent()
         .unwrap_or(Path::new("."))
         .join(&l.synthetic_config);
-    match super::stages::llm(l, url, config, c.progress, c.stop) {
+    let overridden = c.s.llm_url.is_some();
+    match super::stages::llm(l, url, overridden, config, c.progress, c.stop) {
         Ok(rep) => {
             e.stages
                 .push(ran("llm", t, rep.runs.iter().all(|x| x.complete)));
@@ -459,7 +458,9 @@ fn stage_train(c: &Ctx, e: &mut Evidence) {
     c.progress
         .set_message(format!("training {} (§7.1, optional)", ts.workload));
     let settings = super::stages::train_settings(ts, &c.dir, c.s.ptd.clone());
-    match settings.and_then(|s| crate::train::run(&s, &Progress::hidden(), c.stop)) {
+    match crate::train::run(&settings, &Progress::hidden(), c.stop)
+        .map_err(super::stages::train_error)
+    {
         Ok(rep) => {
             e.stages.push(ran("train", t, rep.complete));
             e.train = Some(rep);
@@ -490,7 +491,7 @@ pub fn decisions(p: &Profile) -> Vec<Decision> {
 }
 
 /// Tables 1–2 of the inspected model.
-fn model_summary(p: &Profile, e: &Evidence) -> anyhow::Result<Option<ModelSummary>> {
+fn model_summary(p: &Profile, e: &Evidence) -> Result<Option<ModelSummary>, Error> {
     let (Some(path), Some(a)) = (&e.model_path, &e.analysis) else {
         return Ok(None);
     };
@@ -498,7 +499,7 @@ fn model_summary(p: &Profile, e: &Evidence) -> anyhow::Result<Option<ModelSummar
     Ok(Some(ModelSummary {
         name: p.model.name.clone(),
         file: path.display().to_string(),
-        sha256: crate::util::fs::sha256_hex(&std::fs::read(path)?),
+        sha256: crate::util::fs::sha256_hex(&crate::util::read(path)?),
         params: a.params.count,
         params_bytes: a.params.bytes,
         params_mb: mb,
@@ -560,7 +561,7 @@ fn speed_result(p: &Profile, e: &Evidence) -> Option<SpeedResult> {
 }
 
 /// The whole report from what was measured.
-fn report(c: &Ctx, e: &Evidence) -> anyhow::Result<GradeReport> {
+fn report(c: &Ctx, e: &Evidence) -> Result<GradeReport, Error> {
     let backend = c.backend();
     let j = clauses::judge(&c.p, &c.s.backend, e);
     Ok(GradeReport {
@@ -569,7 +570,7 @@ fn report(c: &Ctx, e: &Evidence) -> anyhow::Result<GradeReport> {
         created_utc: c.created.clone(),
         command_line: c.s.command_line.clone(),
         profile_file: c.profile_file.display().to_string(),
-        profile_sha256: crate::util::fs::sha256_hex(&std::fs::read(&c.profile_file)?),
+        profile_sha256: crate::util::fs::sha256_hex(&crate::util::read(&c.profile_file)?),
         profile: c.p.clone(),
         policy_overridden: c.s.runs.is_some() || c.s.duration_s.is_some(),
         backend,

@@ -5,12 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePrivateKey, EncodePublicKey};
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use serde::{Deserialize, Serialize};
 
+use super::Error;
 use crate::util::fs::{sha256_hex, write_file};
 
 /// The signature file beside `manifest.json`.
@@ -33,35 +33,43 @@ pub struct SignatureFile {
 }
 
 /// Writes a new key pair: `PATH.key` (private, mode 0600) and `PATH.pub`.
-pub fn keygen(path: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+pub fn keygen(path: &Path) -> Result<(PathBuf, PathBuf), Error> {
     use std::io::Read;
     let mut seed = [0u8; 32];
     // The OS's random source (the kernel CSPRNG).
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut seed))
-        .context("reading /dev/urandom for the key")?;
+        .map_err(Error::Random)?;
     let key = SigningKey::from_bytes(&seed);
     let key_path = path.with_extension("key");
     let pub_path = path.with_extension("pub");
     if key_path.exists() {
-        bail!(
-            "'{}' exists: keygen does not overwrite a key (choose another --out)",
-            key_path.display()
-        );
+        return Err(Error::KeyExists { path: key_path });
     }
     let pem = key
         .to_pkcs8_pem(LineEnding::LF)
-        .map_err(|e| anyhow::anyhow!("encoding the key: {e}"))?;
+        .map_err(|e| Error::Encode {
+            what: "key",
+            why: e.to_string(),
+        })?;
     write_file(&key_path, pem.as_bytes())?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600))?;
+        std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(0o600)).map_err(
+            |err| Error::Permissions {
+                path: key_path.clone(),
+                err,
+            },
+        )?;
     }
     let public = key
         .verifying_key()
         .to_public_key_pem(LineEnding::LF)
-        .map_err(|e| anyhow::anyhow!("encoding the public key: {e}"))?;
+        .map_err(|e| Error::Encode {
+            what: "public key",
+            why: e.to_string(),
+        })?;
     write_file(&pub_path, public.as_bytes())?;
     Ok((key_path, pub_path))
 }
@@ -81,17 +89,13 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// Signs `dir/manifest.json` with the private key at `key`.
-pub fn sign(dir: &Path, key: &Path) -> anyhow::Result<PathBuf> {
-    let pem = std::fs::read_to_string(key)
-        .with_context(|| format!("reading the signing key '{}'", key.display()))?;
-    let key = SigningKey::from_pkcs8_pem(&pem).map_err(|e| {
-        anyhow::anyhow!(
-            "'{}' is not an ed25519 private key in PKCS#8 PEM ({e}); make one with `acceval keygen --out NAME`",
-            key.display()
-        )
+pub fn sign(dir: &Path, key: &Path) -> Result<PathBuf, Error> {
+    let pem = String::from_utf8_lossy(&crate::util::read(key)?).into_owned();
+    let key = SigningKey::from_pkcs8_pem(&pem).map_err(|e| Error::NotAPrivateKey {
+        path: key.to_path_buf(),
+        why: e.to_string(),
     })?;
-    let manifest = std::fs::read(dir.join("manifest.json"))
-        .with_context(|| format!("reading '{}'", dir.join("manifest.json").display()))?;
+    let manifest = crate::util::read(&dir.join("manifest.json"))?;
     let sig: Signature = key.sign(&manifest);
     let file = SignatureFile {
         schema: SCHEMA.into(),
@@ -102,7 +106,7 @@ pub fn sign(dir: &Path, key: &Path) -> anyhow::Result<PathBuf> {
         signature: hex(&sig.to_bytes()),
     };
     let p = dir.join(SIGNATURE_FILE);
-    let mut bytes = serde_json::to_vec_pretty(&file)?;
+    let mut bytes = serde_json::to_vec_pretty(&file).map_err(|e| Error::Report(e.into()))?;
     bytes.push(b'\n');
     write_file(&p, &bytes)?;
     Ok(p)
@@ -125,32 +129,35 @@ pub enum SignatureStatus {
 }
 
 /// Checks `dir`'s signature against the public key at `pubkey` (when given).
-pub fn check(dir: &Path, pubkey: Option<&Path>) -> anyhow::Result<SignatureStatus> {
+pub fn check(dir: &Path, pubkey: Option<&Path>) -> Result<SignatureStatus, Error> {
     let sig_path = dir.join(SIGNATURE_FILE);
     let want = match pubkey {
         Some(p) => {
-            let pem = std::fs::read_to_string(p)
-                .with_context(|| format!("reading the public key '{}'", p.display()))?;
-            Some(VerifyingKey::from_public_key_pem(&pem).map_err(|e| {
-                anyhow::anyhow!(
-                    "'{}' is not an ed25519 public key in PEM ({e}); `acceval keygen` writes NAME.pub",
-                    p.display()
-                )
-            })?)
+            let pem = String::from_utf8_lossy(&crate::util::read(p)?).into_owned();
+            Some(
+                VerifyingKey::from_public_key_pem(&pem).map_err(|e| Error::NotAPublicKey {
+                    path: p.to_path_buf(),
+                    why: e.to_string(),
+                })?,
+            )
         }
         None => None,
     };
     if !sig_path.exists() {
         return Ok(match want {
             Some(_) => SignatureStatus::Invalid(format!(
-                "{SIGNATURE_FILE} is missing: the report is not signed, and --pubkey asks for a signature"
+                "{SIGNATURE_FILE} is missing: the report is not signed, and a public key was given to check its signature"
             )),
             None => SignatureStatus::Unsigned,
         });
     }
-    let file: SignatureFile = serde_json::from_slice(&std::fs::read(&sig_path)?)
-        .with_context(|| format!("'{}' is not an acceval signature", sig_path.display()))?;
-    let manifest = std::fs::read(dir.join("manifest.json"))?;
+    let file: SignatureFile =
+        serde_json::from_slice(&crate::util::read(&sig_path)?).map_err(|e| Error::NotA {
+            path: sig_path.clone(),
+            what: "an acceval signature",
+            why: e.to_string(),
+        })?;
+    let manifest = crate::util::read(&dir.join("manifest.json"))?;
     let Some(want) = want else {
         return Ok(SignatureStatus::NotChecked {
             public_key: file.public_key,

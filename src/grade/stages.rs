@@ -1,29 +1,95 @@
 //! The serving stages of a grade: QPS against `acceval serve` on loopback (§7.2.5), and
 //! the MindIE client mode against an LLM service, built from the profile's sections as
-//! library settings (the same the `qps` and `llm` commands build from their flags).
+//! library settings (the same the `qps` and `llm` commands build from their flags). A
+//! setting the library refuses is named here by the profile key that gave it
+//! (`[qps] max_rate`), never by a flag the user did not type.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use super::Error;
 use crate::backend::BackendSettings;
 use crate::grade::profile::{LlmSection, QpsSection};
 use crate::llm::{Dataset, LlmSettings};
-use crate::load::QpsSettings;
+use crate::load::{QpsSettings, Setting, SettingsError};
 use crate::report::schema::llm::LlmReport;
 use crate::report::schema::qps::{Arrival, LoadMode, QpsReport};
 use crate::server::ServeSettings;
 use crate::util::progress::Progress;
 
+/// The profile key of a QPS setting; grade sets the others itself.
+pub fn qps_key(s: Setting) -> String {
+    match s {
+        Setting::Slo
+        | Setting::ErrorBudget
+        | Setting::MaxRate
+        | Setting::Precision
+        | Setting::StepDuration
+        | Setting::WarmupS => format!("[qps] {}", s.field()),
+        other => format!("grade's own QPS setting {other}"),
+    }
+}
+
+/// The profile key of an LLM setting (`llm_url` when grade was given a URL that overrides
+/// `[llm] url`); grade sets the others itself.
+pub fn llm_key(s: Setting, url_overridden: bool) -> String {
+    match s {
+        Setting::Url if url_overridden => "grade's llm_url (it overrides [llm] url)".into(),
+        Setting::Url | Setting::Concurrency | Setting::SyntheticConfig => {
+            format!("[llm] {}", s.field())
+        }
+        Setting::WarmupRequests => "[llm] warmup".into(),
+        other => format!("grade's own LLM setting {other}"),
+    }
+}
+
+/// A refused setting, named by `key`.
+fn keyed(e: SettingsError, key: impl Fn(Setting) -> String) -> Error {
+    Error::Setting {
+        key: key(e.setting),
+        problem: e.problem,
+    }
+}
+
+/// A training error, its setting (if any) named by the `[train]` key.
+pub fn train_error(e: crate::train::Error) -> Error {
+    match e {
+        crate::train::Error::Setting(s) => Error::Setting {
+            key: match s.setting {
+                crate::train::Setting::Workload => "[train] workload".into(),
+                other => format!("grade's own training setting {other}"),
+            },
+            problem: s.problem,
+        },
+        e => e.into(),
+    }
+}
+
 /// Serves `model` on 127.0.0.1 (a free port) on the grade's backend and searches its max
-/// QPS open loop, as `acceval serve` + `acceval qps` would.
+/// QPS open loop, as `acceval serve` + `acceval qps` would. The profile's settings are
+/// checked before the model is loaded.
 pub fn qps(
     model: &str,
     q: &QpsSection,
     b: &BackendSettings,
     progress: &Progress,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<QpsReport> {
+) -> Result<QpsReport, Error> {
+    let settings = |url: &str, name: &str| {
+        let mut s = QpsSettings::new(url, name);
+        s.slo = q.slo.clone();
+        s.error_budget = q.error_budget;
+        s.mode = LoadMode::Open;
+        s.distribution = Arrival::Poisson;
+        s.max_rate = q.max_rate;
+        s.precision = q.precision;
+        s.step_duration_s = q.step_duration_s;
+        s.warmup_s = q.warmup_s;
+        s.inputs.binary = q.binary;
+        s.plan().map_err(|e| keyed(e, qps_key))
+    };
+    settings("http://127.0.0.1:1", "model")?;
     let serve = ServeSettings {
         batch_timeout_us: 0,
         max_inflight: 4096,
@@ -33,35 +99,32 @@ pub fn qps(
     let cfg = crate::server::config(&serve)?;
     let name = cfg.name.clone();
     let running = crate::server::start(cfg, "127.0.0.1", 0)?;
-    let mut s = QpsSettings::new(&format!("http://{}", running.addr), &name);
-    s.slo = q.slo.clone();
-    s.error_budget = q.error_budget;
-    s.mode = LoadMode::Open;
-    s.distribution = Arrival::Poisson;
-    s.max_rate = q.max_rate;
-    s.precision = q.precision;
-    s.step_duration_s = q.step_duration_s;
-    s.warmup_s = q.warmup_s;
-    s.inputs.binary = q.binary;
-    let report = crate::load::qps::measure(&s.plan()?, progress, stop);
+    let plan = settings(&format!("http://{}", running.addr), &name)?;
+    let report = crate::load::qps::measure(&plan, progress, stop);
     running.stop()?;
-    report
+    Ok(report?)
 }
 
-/// `acceval llm` against `url` with the profile's settings.
+/// `acceval llm` against `url` with the profile's settings; `url_overridden` when `url` is
+/// grade's own rather than the profile's.
 pub fn llm(
     l: &LlmSection,
     url: String,
+    url_overridden: bool,
     synthetic_config: PathBuf,
     progress: &Progress,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<LlmReport> {
+) -> Result<LlmReport, Error> {
     let mut s = LlmSettings::new(&url, &l.model);
     s.api = l.api;
     s.dataset = Dataset::Synthetic(Some(synthetic_config));
     s.concurrency = l.concurrency;
     s.warmup = l.warmup;
-    crate::llm::measure(&s.plan()?, progress, stop)
+    let plan = s.plan().map_err(|e| match e {
+        crate::llm::Error::Setting(e) => keyed(e, |k| llm_key(k, url_overridden)),
+        e => e.into(),
+    })?;
+    Ok(crate::llm::measure(&plan, progress, stop)?)
 }
 
 /// The settings of a profile's `[train]` stage (telemetry at 1 s, events beside the report).
@@ -69,9 +132,9 @@ pub fn train_settings(
     t: &crate::report::schema::profile::TrainSection,
     dir: &std::path::Path,
     ptd: Option<String>,
-) -> anyhow::Result<crate::train::TrainSettings> {
+) -> crate::train::TrainSettings {
     use crate::train::{Source, TrainSettings, workload::WorkloadOptions};
-    Ok(TrainSettings {
+    TrainSettings {
         source: Source::Builtin(t.workload.clone()),
         epochs: t.epochs,
         batch: t.batch,
@@ -98,5 +161,32 @@ pub fn train_settings(
         mllog: Some(dir.join("train.mllog")),
         peak_power: false,
         command_line: vec![format!("acceval grade ([train] {})", t.workload)],
-    })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_settings_are_named_by_their_profile_key() {
+        let mut s = QpsSettings::new("http://127.0.0.1:1", "m");
+        s.max_rate = 5e7;
+        let e = keyed(s.plan().unwrap_err(), qps_key);
+        assert_eq!(
+            e.to_string(),
+            "[qps] max_rate 50000000: req/s in (0, 10000000]"
+        );
+        s.max_rate = 100.0;
+        s.warmup_s = 1e6;
+        assert!(
+            keyed(s.plan().unwrap_err(), qps_key)
+                .to_string()
+                .starts_with("[qps] warmup_s 1000000: seconds")
+        );
+        assert_eq!(llm_key(Setting::WarmupRequests, false), "[llm] warmup");
+        assert_eq!(llm_key(Setting::Url, false), "[llm] url");
+        assert!(llm_key(Setting::Url, true).contains("llm_url"));
+        assert!(qps_key(Setting::Timeout).starts_with("grade's own"));
+    }
 }

@@ -11,7 +11,6 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use anyhow::{Context, bail};
 use serde_json::Value;
 
 use super::sign::{self, SIGNATURE_FILE, SignatureStatus};
@@ -235,19 +234,21 @@ fn check_provenance(bytes: &[u8], m: &Manifest, problems: &mut Vec<String>) {
 }
 
 /// Checks a report folder; `pubkey` checks the lab's signature too.
-pub fn verify(dir: &Path, pubkey: Option<&Path>) -> anyhow::Result<Verification> {
+pub fn verify(dir: &Path, pubkey: Option<&Path>) -> Result<Verification, super::Error> {
     let mpath = dir.join("manifest.json");
-    let meta = std::fs::symlink_metadata(&mpath)
-        .with_context(|| format!("reading '{}'", mpath.display()))?;
+    let meta = std::fs::symlink_metadata(&mpath).map_err(crate::util::Error::read(&mpath))?;
     if !meta.is_file() || meta.len() > MAX_MANIFEST_BYTES {
-        bail!(
-            "'{}' is not a regular file of at most {MAX_MANIFEST_BYTES} bytes",
-            mpath.display()
-        );
+        return Err(super::Error::TooLarge {
+            path: mpath,
+            max: MAX_MANIFEST_BYTES,
+        });
     }
-    let bytes = std::fs::read(&mpath).with_context(|| format!("reading '{}'", mpath.display()))?;
-    let manifest: Manifest = serde_json::from_slice(&bytes)
-        .with_context(|| format!("'{}' is not an acceval manifest", mpath.display()))?;
+    let bytes = crate::util::read(&mpath)?;
+    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| super::Error::NotA {
+        path: mpath.clone(),
+        what: "an acceval manifest",
+        why: e.to_string(),
+    })?;
     let mut problems = Vec::new();
     check_provenance(&bytes, &manifest, &mut problems);
     let matched = check_files(dir, &manifest, &mut problems);
@@ -265,23 +266,31 @@ pub fn verify(dir: &Path, pubkey: Option<&Path>) -> anyhow::Result<Verification>
 }
 
 /// Reads a folder's `report.json` as the typed report.
-pub fn read_report(dir: &Path) -> anyhow::Result<GradeReport> {
+pub fn read_report(dir: &Path) -> Result<GradeReport, super::Error> {
     let p = dir.join("report.json");
-    let bytes = std::fs::read(&p).with_context(|| format!("reading '{}'", p.display()))?;
-    let v: Value =
-        serde_json::from_slice(&bytes).with_context(|| format!("'{}' is not JSON", p.display()))?;
+    let bytes = crate::util::read(&p)?;
+    let not = |what: &'static str, e: serde_json::Error| super::Error::NotA {
+        path: p.clone(),
+        what,
+        why: e.to_string(),
+    };
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| not("JSON", e))?;
     match v["schema"].as_str() {
-        Some(SCHEMA) => serde_json::from_value(v)
-            .with_context(|| format!("'{}' is not a valid {SCHEMA} report", p.display())),
-        Some(SCHEMA_V1) => bail!(
-            "'{}' is an {SCHEMA_V1} report, written by acceval before the typed report; this acceval renders {SCHEMA} reports only: `acceval verify` still checks its files, and running the grade again gives a report it can render",
-            p.display()
-        ),
-        other => bail!(
-            "'{}' has schema {:?}; this acceval renders {SCHEMA} reports",
-            p.display(),
-            other.unwrap_or("(none)")
-        ),
+        Some(SCHEMA) => serde_json::from_value(v).map_err(|e| super::Error::InvalidReport {
+            path: p.clone(),
+            schema: SCHEMA,
+            why: e.to_string(),
+        }),
+        Some(SCHEMA_V1) => Err(super::Error::OldReport {
+            path: p.clone(),
+            old: SCHEMA_V1,
+            current: SCHEMA,
+        }),
+        other => Err(super::Error::OtherSchema {
+            path: p.clone(),
+            schema: other.unwrap_or("(none)").to_string(),
+            current: SCHEMA,
+        }),
     }
 }
 

@@ -5,8 +5,10 @@
 
 use std::path::Path;
 
-use anyhow::{Context, bail};
 use serde_json::Value;
+
+use super::Error;
+use crate::load::{Setting, SettingsError};
 
 pub use crate::report::schema::llm::{LengthDist, SyntheticConfig};
 use crate::util::rng::SplitMix64;
@@ -39,42 +41,60 @@ pub fn default_synthetic() -> SyntheticConfig {
     }
 }
 
+/// A synthetic_config.json at `path` that breaks a rule, said by `why`.
+fn bad_config(path: &Path, why: String) -> Error {
+    Error::SyntheticConfig {
+        path: path.to_path_buf(),
+        why,
+    }
+}
+
 /// One length distribution of a synthetic_config.json, checked against MindIE's ranges;
-/// `what` names it in messages (`FILE: Input`).
-fn parse_dist(v: &Value, what: &str) -> anyhow::Result<LengthDist> {
-    let method = v
-        .get("Method")
-        .and_then(|m| m.as_str())
-        .ok_or_else(|| anyhow::anyhow!("{what}.Method is missing: uniform, gaussian or zipf"))?;
+/// `what` names it in messages (`Input`).
+fn parse_dist(v: &Value, path: &Path, what: &str) -> Result<LengthDist, Error> {
+    let bad = |why: String| bad_config(path, why);
+    let method = v.get("Method").and_then(|m| m.as_str()).ok_or_else(|| {
+        bad(format!(
+            "{what}.Method is missing: uniform, gaussian or zipf"
+        ))
+    })?;
     let params = v
         .get("Params")
-        .ok_or_else(|| anyhow::anyhow!("{what}.Params is missing"))?;
-    let num = |k: &str| -> anyhow::Result<f64> {
+        .ok_or_else(|| bad(format!("{what}.Params is missing")))?;
+    let num = |k: &str| -> Result<f64, Error> {
         params
             .get(k)
             .and_then(|x| x.as_f64())
-            .ok_or_else(|| anyhow::anyhow!("{what}.Params.{k} is missing or not a number"))
+            .ok_or_else(|| bad(format!("{what}.Params.{k} is missing or not a number")))
     };
-    let len = |k: &str| -> anyhow::Result<u64> {
+    let len = |k: &str| -> Result<u64, Error> {
         let x = num(k)?;
         if x.fract() != 0.0 || !(1.0..=MAX_LEN as f64).contains(&x) {
-            bail!("{what}.Params.{k} = {x}: a token count in [1, {MAX_LEN}] (2^20)");
+            return Err(bad(format!(
+                "{what}.Params.{k} = {x}: a token count in [1, {MAX_LEN}] (2^20)"
+            )));
         }
         Ok(x as u64)
     };
     let (min, max) = (len("MinValue")?, len("MaxValue")?);
     if min > max {
-        bail!("{what}.Params: MinValue {min} is above MaxValue {max}");
+        return Err(bad(format!(
+            "{what}.Params: MinValue {min} is above MaxValue {max}"
+        )));
     }
     Ok(match method {
         "uniform" => LengthDist::Uniform { min, max },
         "gaussian" => {
             let (mean, var) = (num("Mean")?, num("Var")?);
             if !(-3.0e38..=3.0e38).contains(&mean) {
-                bail!("{what}.Params.Mean = {mean}: allowed range [-3.0e38, 3.0e38]");
+                return Err(bad(format!(
+                    "{what}.Params.Mean = {mean}: allowed range [-3.0e38, 3.0e38]"
+                )));
             }
             if !(0.0..=3.0e38).contains(&var) {
-                bail!("{what}.Params.Var = {var}: allowed range [0, 3.0e38]");
+                return Err(bad(format!(
+                    "{what}.Params.Var = {var}: allowed range [0, 3.0e38]"
+                )));
             }
             LengthDist::Gaussian {
                 mean,
@@ -86,11 +106,17 @@ fn parse_dist(v: &Value, what: &str) -> anyhow::Result<LengthDist> {
         "zipf" => {
             let alpha = num("Alpha")?;
             if !(alpha > 1.0 && alpha <= 10.0) {
-                bail!("{what}.Params.Alpha = {alpha}: allowed range (1.0, 10.0]");
+                return Err(bad(format!(
+                    "{what}.Params.Alpha = {alpha}: allowed range (1.0, 10.0]"
+                )));
             }
             LengthDist::Zipf { alpha, min, max }
         }
-        m => bail!("{what}.Method '{m}': use uniform, gaussian or zipf"),
+        m => {
+            return Err(bad(format!(
+                "{what}.Method '{m}': use uniform, gaussian or zipf"
+            )));
+        }
     })
 }
 
@@ -140,24 +166,25 @@ fn zipf(alpha: f64, rng: &mut SplitMix64) -> u64 {
 }
 
 /// Reads and checks MindIE's synthetic_config.json.
-pub fn read_synthetic(path: &Path) -> anyhow::Result<SyntheticConfig> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--synthetic-config '{}'", path.display()))?;
-    let v: Value = serde_json::from_str(&text)
-        .with_context(|| format!("--synthetic-config '{}' is not JSON", path.display()))?;
-    let f = path.display();
+pub fn read_synthetic(path: &Path) -> Result<SyntheticConfig, Error> {
+    let file = |why: String| SettingsError::bad(Setting::SyntheticConfig, path.display(), why);
+    let text = std::fs::read_to_string(path).map_err(|e| file(format!("cannot read it: {e}")))?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| file(format!("is not JSON: {e}")))?;
     let part = |k: &str| {
         v.get(k)
-            .ok_or_else(|| anyhow::anyhow!("{f}: '{k}' is missing"))
-            .and_then(|x| parse_dist(x, &format!("{f}: {k}")))
+            .ok_or_else(|| bad_config(path, format!("'{k}' is missing")))
+            .and_then(|x| parse_dist(x, path, k))
     };
     let (input, output) = (part("Input")?, part("Output")?);
     let n = v
         .get("RequestCount")
         .and_then(|x| x.as_u64())
-        .ok_or_else(|| anyhow::anyhow!("{f}: RequestCount is missing or not an integer"))?;
+        .ok_or_else(|| bad_config(path, "RequestCount is missing or not an integer".into()))?;
     if !(1..=MAX_LEN).contains(&n) {
-        bail!("{f}: RequestCount = {n}: allowed range [1, {MAX_LEN}] (2^20)");
+        return Err(bad_config(
+            path,
+            format!("RequestCount = {n}: allowed range [1, {MAX_LEN}] (2^20)"),
+        ));
     }
     Ok(SyntheticConfig {
         input,
@@ -184,34 +211,36 @@ pub fn synthetic_prompts(c: &SyntheticConfig, seed: u64) -> Vec<Prompt> {
 }
 
 /// MindIE's synthetic_config.json, read and drawn.
-pub fn synthetic(path: &Path, seed: u64) -> anyhow::Result<Vec<Prompt>> {
+pub fn synthetic(path: &Path, seed: u64) -> Result<Vec<Prompt>, Error> {
     Ok(synthetic_prompts(&read_synthetic(path)?, seed))
 }
 
 /// One `{"prompt": ..., "max_tokens": ...}` per line; `max_tokens` defaults to `default_max`.
-pub fn jsonl(path: &Path, default_max: u64) -> anyhow::Result<Vec<Prompt>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("--dataset '{}'", path.display()))?;
+pub fn jsonl(path: &Path, default_max: u64) -> Result<Vec<Prompt>, Error> {
+    let file = |why: String| SettingsError::bad(Setting::Dataset, path.display(), why);
+    let text = std::fs::read_to_string(path).map_err(|e| file(format!("cannot read it: {e}")))?;
     let mut out = Vec::new();
     for (k, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(line)
-            .with_context(|| format!("{}:{}: not a JSON object", path.display(), k + 1))?;
+        let bad = |why: &str| Error::Jsonl {
+            path: path.to_path_buf(),
+            line: k + 1,
+            why: why.to_string(),
+        };
+        let v: Value =
+            serde_json::from_str(line).map_err(|e| bad(&format!("not a JSON object: {e}")))?;
         let prompt = v
             .get("prompt")
             .and_then(|p| p.as_str())
-            .ok_or_else(|| anyhow::anyhow!("{}:{}: no \"prompt\" string", path.display(), k + 1))?;
+            .ok_or_else(|| bad("no \"prompt\" string"))?;
         let max_tokens = match v.get("max_tokens") {
             None => default_max,
-            Some(m) => m.as_u64().filter(|&m| m >= 1).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "{}:{}: max_tokens must be a positive integer",
-                    path.display(),
-                    k + 1
-                )
-            })?,
+            Some(m) => m
+                .as_u64()
+                .filter(|&m| m >= 1)
+                .ok_or_else(|| bad("max_tokens must be a positive integer"))?,
         };
         out.push(Prompt {
             text: prompt.to_string(),
@@ -220,7 +249,7 @@ pub fn jsonl(path: &Path, default_max: u64) -> anyhow::Result<Vec<Prompt>> {
         });
     }
     if out.is_empty() {
-        bail!("--dataset '{}' holds no prompt", path.display());
+        return Err(file("holds no prompt".into()).into());
     }
     Ok(out)
 }
@@ -315,7 +344,7 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            let e = format!("{:#}", synthetic(&cfg(d.path(), text), 0).unwrap_err());
+            let e = synthetic(&cfg(d.path(), text), 0).unwrap_err().to_string();
             assert!(e.contains(want), "{e} lacks {want}");
         }
     }

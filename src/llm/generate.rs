@@ -152,7 +152,7 @@ impl Generate {
                 .map_err(|e| {
                     Failure::new(
                         FailureKind::ResponseTooLarge,
-                        format!("{e} (--max-event-bytes)"),
+                        format!("{e} (max_event_bytes)"),
                     )
                 })?;
             failed?;
@@ -188,7 +188,7 @@ impl Generate {
         if raw.cut {
             return Err(Failure::new(
                 FailureKind::ResponseTooLarge,
-                format!("the response is over --max-event-bytes {cap}"),
+                format!("the response is over the max_event_bytes cap of {cap}"),
             ));
         }
         let at = Instant::now().saturating_duration_since(origin);

@@ -37,17 +37,18 @@ pub fn measure(
     plan: &LlmPlan,
     progress: &Progress,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<LlmReport> {
+) -> Result<LlmReport, super::Error> {
     let s = &plan.settings;
     if let Some(c) = plan.synthetic.as_ref().filter(|_| plan.default_synthetic) {
         progress.note(format!(
-            "acceval llm: no --synthetic-config given: synthetic data from MindIE's sample synthetic_config.json {}",
-            serde_json::to_string(c)?
+            "acceval llm: no synthetic configuration given: synthetic data from MindIE's sample synthetic_config.json {}",
+            serde_json::to_string(c).map_err(super::Error::Body)?
         ));
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(super::Error::Runtime)?;
     let runs = rt.block_on(async {
         let client = Client::new(&s.tls, s.max_connections, plan.checked.timeout)?;
         let caps = StreamCaps {
@@ -84,7 +85,7 @@ pub fn measure(
             progress.note(crate::report::llm::run_line(&run));
             runs.push(run);
         }
-        anyhow::Ok(runs)
+        Ok::<_, super::Error>(runs)
     })?;
     Ok(LlmReport {
         schema: schema::SCHEMA.into(),

@@ -6,31 +6,31 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use hyper::body::Bytes;
 use serde_json::{Map, Value};
 
+use super::Error;
 use super::dataset::{self, Prompt, SyntheticConfig};
 use crate::load::client::Tls;
-use crate::load::settings::{self, Low, MAX_CONNECTIONS, MAX_SECONDS, SettingsError};
+use crate::load::settings::{self, Low, MAX_CONNECTIONS, MAX_SECONDS, Setting, SettingsError};
 use crate::report::schema::llm::{Api, GoodputMetric};
 use crate::report::schema::qps::Arrival;
 
-/// `--max-output-len` (for JSONL prompts without max_tokens).
+/// `max_output_len` (for JSONL prompts without max_tokens).
 pub const DEFAULT_MAX_OUTPUT_LEN: u64 = 256;
-/// `--concurrency`.
+/// `concurrency`.
 pub const DEFAULT_CONCURRENCY: usize = 1;
-/// `--seed`.
+/// `seed`.
 pub const DEFAULT_SEED: u64 = 1;
-/// `--warmup-requests` (MindIE's WarmupSize default).
+/// `warmup`, requests (MindIE's WarmupSize default).
 pub const DEFAULT_WARMUP: usize = 10;
-/// `--timeout`, s.
+/// `timeout_s`, s.
 pub const DEFAULT_TIMEOUT_S: f64 = 600.0;
-/// `--max-connections`.
+/// `max_connections`.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
-/// `--max-event-bytes`: one SSE line or event, or one whole non-streamed response (1 MiB).
+/// `max_event_bytes`: one SSE line or event, or one whole non-streamed response (1 MiB).
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 1 << 20;
-/// `--max-error-bytes`: an error body kept for its message (64 KiB).
+/// `max_error_bytes`: an error body kept for its message (64 KiB).
 pub const DEFAULT_MAX_ERROR_BYTES: usize = 64 << 10;
 /// MindIE's largest `--Concurrency` and `--WarmupSize`.
 pub const MAX_CONCURRENCY: usize = 1000;
@@ -108,14 +108,14 @@ impl LlmSettings {
     pub fn check(&self) -> Result<Checked, SettingsError> {
         let count = settings::count;
         count(
-            "--concurrency",
+            Setting::Concurrency,
             self.concurrency,
             1,
             MAX_CONCURRENCY,
             "requests in flight",
         )?;
         count(
-            "--warmup-requests",
+            Setting::WarmupRequests,
             self.warmup,
             0,
             MAX_CONCURRENCY,
@@ -123,7 +123,7 @@ impl LlmSettings {
         )?;
         if let Some(n) = self.request_count {
             count(
-                "--request-count",
+                Setting::RequestCount,
                 n,
                 1,
                 dataset::MAX_LEN as usize,
@@ -131,7 +131,7 @@ impl LlmSettings {
             )?;
         }
         count(
-            "--max-output-len",
+            Setting::MaxOutputLen,
             self.max_output_len as usize,
             1,
             dataset::MAX_LEN as usize,
@@ -139,7 +139,7 @@ impl LlmSettings {
         )?;
         for &r in &self.request_rate {
             settings::real(
-                "--request-rate",
+                Setting::RequestRate,
                 r,
                 Low::Open,
                 0.0,
@@ -148,7 +148,7 @@ impl LlmSettings {
             )?;
         }
         count(
-            "--max-connections",
+            Setting::MaxConnections,
             self.max_connections,
             1,
             MAX_CONNECTIONS,
@@ -158,9 +158,9 @@ impl LlmSettings {
         Ok(Checked {
             base,
             uri,
-            timeout: settings::seconds("--timeout", self.timeout_s, Low::Open, MAX_SECONDS)?,
-            max_event_bytes: settings::cap_bytes("--max-event-bytes", self.max_event_bytes)?,
-            max_error_bytes: settings::cap_bytes("--max-error-bytes", self.max_error_bytes)?,
+            timeout: settings::seconds(Setting::Timeout, self.timeout_s, Low::Open, MAX_SECONDS)?,
+            max_event_bytes: settings::cap_bytes(Setting::MaxEventBytes, self.max_event_bytes)?,
+            max_error_bytes: settings::cap_bytes(Setting::MaxErrorBytes, self.max_error_bytes)?,
             sampling: sampling(self.sampling_params.as_deref())?,
             slo: self
                 .slo
@@ -172,7 +172,7 @@ impl LlmSettings {
     }
 
     /// Checks everything, reads the dataset and the tokenizer, and builds the requests.
-    pub fn plan(&self) -> anyhow::Result<LlmPlan> {
+    pub fn plan(&self) -> Result<LlmPlan, Error> {
         let checked = self.check()?;
         let (prompts, data_source, synthetic) = match &self.dataset {
             Dataset::Synthetic(Some(p)) => {
@@ -211,7 +211,7 @@ impl LlmSettings {
         let bodies = prompts
             .iter()
             .map(|p| self.body(p, &checked.sampling))
-            .collect::<anyhow::Result<Vec<Bytes>>>()?;
+            .collect::<Result<Vec<Bytes>, Error>>()?;
         let total = self.request_count.unwrap_or(prompts.len());
         Ok(LlmPlan {
             settings: self.clone(),
@@ -226,26 +226,26 @@ impl LlmSettings {
         })
     }
 
-    fn body(&self, p: &Prompt, sampling: &Map<String, Value>) -> anyhow::Result<Bytes> {
+    fn body(&self, p: &Prompt, sampling: &Map<String, Value>) -> Result<Bytes, Error> {
         let v = self
             .api
             .body(&self.model, &p.text, p.max_tokens, self.stream, sampling);
-        Ok(Bytes::from(serde_json::to_vec(&v)?))
+        Ok(Bytes::from(serde_json::to_vec(&v).map_err(Error::Body)?))
     }
 }
 
-fn load_tokenizer(p: &PathBuf) -> anyhow::Result<tokenizers::Tokenizer> {
-    tokenizers::Tokenizer::from_file(p)
-        .map_err(|e| anyhow::anyhow!("{e}"))
-        .with_context(|| {
-            format!(
-                "--tokenizer '{}': not a Hugging Face tokenizer.json",
-                p.display()
-            )
-        })
+fn load_tokenizer(p: &PathBuf) -> Result<tokenizers::Tokenizer, Error> {
+    tokenizers::Tokenizer::from_file(p).map_err(|e| {
+        SettingsError::bad(
+            Setting::Tokenizer,
+            p.display(),
+            format!("not a Hugging Face tokenizer.json: {e}"),
+        )
+        .into()
+    })
 }
 
-/// `--sampling-params`: a JSON object.
+/// The sampling parameters: a JSON object.
 fn sampling(s: Option<&str>) -> Result<Map<String, Value>, SettingsError> {
     match s {
         None => Ok(Map::new()),
@@ -253,18 +253,19 @@ fn sampling(s: Option<&str>) -> Result<Map<String, Value>, SettingsError> {
             .ok()
             .and_then(|v| v.as_object().cloned())
             .ok_or_else(|| {
-                SettingsError::Invalid(
-                    "--sampling-params must be a JSON object, e.g. '{\"temperature\": 0.0}'".into(),
+                SettingsError::says(
+                    Setting::SamplingParams,
+                    "must be a JSON object, e.g. '{\"temperature\": 0.0}'",
                 )
             }),
     }
 }
 
-/// Parses `--slo ttft<=500ms,tpot<=50ms,e2el<=10s`.
+/// Parses goodput bounds `ttft<=500ms,tpot<=50ms,e2el<=10s`.
 pub fn parse_slo(s: &str) -> Result<Vec<(GoodputMetric, f64)>, SettingsError> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = |m: String| SettingsError::Invalid(format!("--slo '{part}': {m}"));
+        let bad = |m: String| SettingsError::bad(Setting::Slo, part, m);
         let (k, v) = part.split_once("<=").ok_or_else(|| {
             bad("write METRIC<=TIME with METRIC ttft, tpot or e2el, e.g. ttft<=500ms".into())
         })?;
@@ -278,8 +279,7 @@ pub fn parse_slo(s: &str) -> Result<Vec<(GoodputMetric, f64)>, SettingsError> {
                 )));
             }
         };
-        let b = crate::load::slo::parse(&format!("max<={}", v.trim())).map_err(bad)?;
-        out.push((metric, b[0].limit_ms));
+        out.push((metric, crate::load::slo::time_ms(part, v)?));
     }
     Ok(out)
 }
@@ -318,67 +318,108 @@ mod tests {
     use super::*;
 
     #[test]
-    fn settings_reject_bad_numbers_with_the_flag() {
+    fn settings_reject_bad_numbers_naming_the_setting() {
         let ok = LlmSettings::new("http://127.0.0.1:1", "m");
         assert!(ok.check().is_ok());
-        type Case = (fn(&mut LlmSettings), &'static str);
+        type Case = (fn(&mut LlmSettings), Setting, &'static str);
         let cases: &[Case] = &[
             (
                 |s| s.timeout_s = -1.0,
-                "--timeout -1: seconds in (0, 86400]",
+                Setting::Timeout,
+                "timeout_s -1: seconds in (0, 86400]",
             ),
             (
                 |s| s.timeout_s = f64::INFINITY,
-                "--timeout inf: seconds in (0, 86400]",
+                Setting::Timeout,
+                "timeout_s inf: seconds in (0, 86400]",
             ),
             (
                 |s| s.timeout_s = f64::NAN,
-                "--timeout NaN: seconds in (0, 86400]",
+                Setting::Timeout,
+                "timeout_s NaN: seconds in (0, 86400]",
             ),
             (
                 |s| s.timeout_s = 1e300,
-                "--timeout 1e300: seconds in (0, 86400]",
+                Setting::Timeout,
+                "timeout_s 1e300: seconds in (0, 86400]",
             ),
             (
                 |s| s.concurrency = 0,
-                "--concurrency 0: requests in flight in [1, 1000]",
+                Setting::Concurrency,
+                "concurrency 0: requests in flight in [1, 1000]",
             ),
-            (|s| s.concurrency = 1001, "--concurrency 1001"),
+            (
+                |s| s.concurrency = 1001,
+                Setting::Concurrency,
+                "concurrency 1001",
+            ),
             (
                 |s| s.warmup = 5000,
-                "--warmup-requests 5000: requests in [0, 1000]",
+                Setting::WarmupRequests,
+                "warmup 5000: requests in [0, 1000]",
             ),
             (
                 |s| s.request_count = Some(0),
-                "--request-count 0: requests in [1, 1048576]",
+                Setting::RequestCount,
+                "request_count 0: requests in [1, 1048576]",
             ),
-            (|s| s.max_output_len = 0, "--max-output-len 0"),
+            (
+                |s| s.max_output_len = 0,
+                Setting::MaxOutputLen,
+                "max_output_len 0",
+            ),
             (
                 |s| s.request_rate = vec![2.0, f64::NAN],
-                "--request-rate NaN: req/s in (0, 10000]",
+                Setting::RequestRate,
+                "request_rate NaN: req/s in (0, 10000]",
             ),
-            (|s| s.request_rate = vec![-1.0], "--request-rate -1"),
+            (
+                |s| s.request_rate = vec![-1.0],
+                Setting::RequestRate,
+                "request_rate -1",
+            ),
             (
                 |s| s.max_event_bytes = 0,
-                "--max-event-bytes 0: bytes in [1024, 4294967296]",
+                Setting::MaxEventBytes,
+                "max_event_bytes 0: bytes in [1024, 4294967296]",
             ),
-            (|s| s.max_error_bytes = usize::MAX, "--max-error-bytes"),
-            (|s| s.max_connections = 0, "--max-connections 0"),
+            (
+                |s| s.max_error_bytes = usize::MAX,
+                Setting::MaxErrorBytes,
+                "max_error_bytes",
+            ),
+            (
+                |s| s.max_connections = 0,
+                Setting::MaxConnections,
+                "max_connections 0",
+            ),
             (
                 |s| s.sampling_params = Some("[1]".into()),
-                "--sampling-params must be a JSON object",
+                Setting::SamplingParams,
+                "sampling_params must be a JSON object",
             ),
-            (|s| s.slo = Some("ttfb<=1s".into()), "unknown metric 'ttfb'"),
+            (
+                |s| s.slo = Some("ttfb<=1s".into()),
+                Setting::Slo,
+                "slo 'ttfb<=1s': unknown metric 'ttfb'",
+            ),
             (
                 |s| s.url = "localhost:8000".into(),
-                "must start with http:// or https://",
+                Setting::Url,
+                "url 'localhost:8000': must start with http:// or https://",
             ),
         ];
-        for (change, want) in cases {
+        for (change, setting, want) in cases {
             let mut s = ok.clone();
             change(&mut s);
-            let e = s.check().unwrap_err().to_string();
-            assert!(e.contains(want), "{e} lacks {want}");
+            let e = s.check().unwrap_err();
+            assert_eq!(e.setting, *setting, "{e}");
+            let text = e.to_string();
+            assert!(text.starts_with(want), "{text} does not start with {want}");
+            assert!(
+                !text.contains("--"),
+                "a library message names a flag: {text}"
+            );
         }
         assert_eq!(
             parse_slo("ttft<=500ms, tpot<=50ms,e2el<=10s").unwrap(),

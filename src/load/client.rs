@@ -1,6 +1,6 @@
 //! The HTTP(S) client of the load generator: hyper's pooled HTTP/1.1 client over rustls.
-//! Certificates are verified by default (the system's roots, or `--cacert`); `--cert/--key`
-//! present a client certificate; `--crl` checks the server's chain against revocation lists.
+//! Certificates are verified by default (the system's roots, or a given CA file); a client
+//! certificate and key may be presented; CRLs check the server's chain against revocation.
 //! The client counts the requests it sends (to reconcile with a server's own counter), tells
 //! a failed request's kind from hyper's error, and reads response bodies under a cap.
 
@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper_rustls::HttpsConnector;
@@ -19,11 +18,13 @@ use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
 
+use super::Error;
+use super::settings::{Setting, SettingsError};
 use crate::report::schema::qps::FailureKind;
 
 type Pool = HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
-/// TLS settings (`--cacert`, `--cert`, `--key`, `--crl`).
+/// TLS settings: a CA file, a client certificate and key, revocation lists.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tls {
     pub cacert: Option<PathBuf>,
@@ -32,26 +33,34 @@ pub struct Tls {
     pub crl: Vec<PathBuf>,
 }
 
-fn certs(path: &Path, what: &str) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+/// `setting`'s file `path` is unusable because `why`.
+fn bad(setting: Setting, path: &Path, why: String) -> Error {
+    SettingsError::bad(setting, path.display(), why).into()
+}
+
+fn certs(path: &Path, what: Setting) -> Result<Vec<CertificateDer<'static>>, Error> {
     let v: Result<Vec<_>, _> = CertificateDer::pem_file_iter(path)
-        .with_context(|| format!("{what} '{}': cannot read it as PEM", path.display()))?
+        .map_err(|e| bad(what, path, format!("cannot read it as PEM: {e}")))?
         .collect();
-    let v =
-        v.with_context(|| format!("{what} '{}': not a PEM certificate file", path.display()))?;
+    let v = v.map_err(|e| bad(what, path, format!("not a PEM certificate file: {e}")))?;
     if v.is_empty() {
-        bail!("{what} '{}' holds no certificate", path.display());
+        return Err(bad(what, path, "holds no certificate".into()));
     }
     Ok(v)
 }
 
-fn tls_config(t: &Tls) -> anyhow::Result<rustls::ClientConfig> {
+fn tls_config(t: &Tls) -> Result<rustls::ClientConfig, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     match &t.cacert {
         Some(p) => {
-            for c in certs(p, "--cacert")? {
-                roots.add(c).with_context(|| {
-                    format!("--cacert '{}': not a usable CA certificate", p.display())
+            for c in certs(p, Setting::CaCert)? {
+                roots.add(c).map_err(|e| {
+                    bad(
+                        Setting::CaCert,
+                        p,
+                        format!("not a usable CA certificate: {e}"),
+                    )
                 })?;
             }
         }
@@ -65,9 +74,9 @@ fn tls_config(t: &Tls) -> anyhow::Result<rustls::ClientConfig> {
     let mut crls = Vec::new();
     for p in &t.crl {
         let v: Result<Vec<_>, _> = CertificateRevocationListDer::pem_file_iter(p)
-            .with_context(|| format!("--crl '{}': cannot read it as PEM", p.display()))?
+            .map_err(|e| bad(Setting::Crl, p, format!("cannot read it as PEM: {e}")))?
             .collect();
-        crls.extend(v.with_context(|| format!("--crl '{}': not a PEM CRL file", p.display()))?);
+        crls.extend(v.map_err(|e| bad(Setting::Crl, p, format!("not a PEM CRL file: {e}")))?);
     }
     let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
         Arc::new(roots),
@@ -75,18 +84,27 @@ fn tls_config(t: &Tls) -> anyhow::Result<rustls::ClientConfig> {
     )
     .with_crls(crls)
     .build()
-    .context("building the certificate verifier (is --cacert a CA certificate?)")?;
+    .map_err(|e| Error::Verifier(e.to_string()))?;
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .context("TLS protocol versions")?
+        .map_err(Error::TlsVersions)?
         .with_webpki_verifier(verifier);
     Ok(match (&t.cert, &t.key) {
         (Some(c), Some(k)) => {
             let key = PrivateKeyDer::from_pem_file(k)
-                .with_context(|| format!("--key '{}': not a PEM private key", k.display()))?;
+                .map_err(|e| bad(Setting::Key, k, format!("not a PEM private key: {e}")))?;
             builder
-                .with_client_auth_cert(certs(c, "--cert")?, key)
-                .context("--cert/--key do not form a usable client certificate")?
+                .with_client_auth_cert(certs(c, Setting::Cert)?, key)
+                .map_err(|e| {
+                    bad(
+                        Setting::Cert,
+                        c,
+                        format!(
+                            "does not form a usable client certificate with the key '{}': {e}",
+                            k.display()
+                        ),
+                    )
+                })?
         }
         _ => builder.with_no_client_auth(),
     })
@@ -103,7 +121,7 @@ pub struct Client {
 impl Client {
     /// A client keeping up to `max_connections` idle connections per host. Call inside a
     /// tokio runtime.
-    pub fn new(tls: &Tls, max_connections: usize, timeout: Duration) -> anyhow::Result<Client> {
+    pub fn new(tls: &Tls, max_connections: usize, timeout: Duration) -> Result<Client, Error> {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -243,7 +261,7 @@ pub async fn drain(mut body: Incoming, cap: u64) -> Result<Option<u64>, BodyErro
 pub fn error_text(c: &Collected) -> String {
     let mut s = String::from_utf8_lossy(&c.bytes[..c.bytes.len().min(300)]).into_owned();
     if c.cut {
-        s.push_str(" [error body over the --max-error-bytes cap, not read further]");
+        s.push_str(" [error body over the max_error_bytes cap, not read further]");
     }
     s
 }

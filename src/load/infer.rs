@@ -1,18 +1,19 @@
 //! KServe v2 inference as a load [`Endpoint`]: POST prepared bodies to
 //! `/v2/models/{model}/infer` in turn, and read each response to its end without keeping it
-//! (a body over `--max-response-bytes` fails as `response_too_large`; an error body is kept
-//! up to `--max-error-bytes` for its message). The bodies come from a file, from a zoo
+//! (a body over `max_response_bytes` fails as `response_too_large`; an error body is kept
+//! up to `max_error_bytes` for its message). The bodies come from a file, from a zoo
 //! model's input set, or are seeded tensors of the shapes the server's metadata declares.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 
+use super::Error;
 use super::client::{self, Client};
 use super::driver::{Endpoint, Failure};
+use super::settings::{Setting, SettingsError};
 use crate::model::InputShape;
 use crate::model::tensor::{HostTensor, TensorData};
 use crate::protocol::kserve;
@@ -89,7 +90,7 @@ impl Infer {
             }
             if body.cut {
                 return Err(format!(
-                    "{}: over --max-response-bytes {cap}",
+                    "{}: over the max_response_bytes cap of {cap}",
                     FailureKind::ResponseTooLarge
                 ));
             }
@@ -149,7 +150,7 @@ impl Endpoint for Infer {
             Some(_) => Ok(()),
             None => Err(Failure::new(
                 FailureKind::ResponseTooLarge,
-                format!("the response body is over --max-response-bytes {cap}"),
+                format!("the response body is over the max_response_bytes cap of {cap}"),
             )),
         }
     }
@@ -163,7 +164,7 @@ pub async fn bodies(
     model: &str,
     client: &Client,
     timeout: Duration,
-) -> anyhow::Result<(Vec<Body>, String)> {
+) -> Result<(Vec<Body>, String), Error> {
     let (bodies, text) = if let Some(f) = &inputs.input_file {
         from_file(f)?
     } else if let Some((entry, _)) = crate::zoo::parse_name(&crate::zoo::canonical_name(model)) {
@@ -172,15 +173,19 @@ pub async fn bodies(
         let url = format!("{base}/v2/models/{model}");
         let meta = tokio::time::timeout(timeout, client.get(&url, 16 << 20))
             .await
-            .map_err(|_| anyhow::anyhow!("no answer within {timeout:?}"))
-            .and_then(|r| r.map_err(anyhow::Error::msg))
+            .map_err(|_| format!("no answer within {timeout:?}"))
+            .and_then(|r| r.map_err(|e| e.to_string()))
             .and_then(|(status, body)| {
                 if !(200..300).contains(&status) {
-                    bail!("HTTP {status}: {}", String::from_utf8_lossy(&body));
+                    return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
                 }
-                Ok(serde_json::from_slice::<serde_json::Value>(&body)?)
+                serde_json::from_slice::<serde_json::Value>(&body).map_err(|e| e.to_string())
             })
-            .with_context(|| format!("cannot form requests for '{model}': it is not a zoo model and its metadata ({url}) could not be read; pass --input-file BODY.json or start the server"))?;
+            .map_err(|why| Error::NoMetadata {
+                model: model.to_string(),
+                url: url.clone(),
+                why,
+            })?;
         from_metadata(&meta, &url, inputs)?
     };
     let bodies = bodies
@@ -201,10 +206,11 @@ fn encoding(binary: bool) -> &'static str {
     }
 }
 
-fn from_file(f: &Path) -> anyhow::Result<(Vec<kserve::Body>, String)> {
-    let bytes = std::fs::read(f).with_context(|| format!("--input-file '{}'", f.display()))?;
+fn from_file(f: &Path) -> Result<(Vec<kserve::Body>, String), Error> {
+    let bad = |why: String| SettingsError::bad(Setting::InputFile, f.display(), why);
+    let bytes = std::fs::read(f).map_err(|e| bad(format!("cannot read it: {e}")))?;
     serde_json::from_slice::<serde_json::Value>(&bytes)
-        .with_context(|| format!("--input-file '{}' is not a JSON request body", f.display()))?;
+        .map_err(|e| bad(format!("is not a JSON request body: {e}")))?;
     Ok((
         vec![kserve::Body {
             bytes,
@@ -218,7 +224,7 @@ fn from_zoo(
     entry: &crate::zoo::Entry,
     model: &str,
     binary: bool,
-) -> anyhow::Result<(Vec<kserve::Body>, String)> {
+) -> Result<(Vec<kserve::Body>, String), Error> {
     let path = crate::zoo::resolve(Path::new(model))?;
     let file = crate::model::onnx::OnnxFile::open(&path)?;
     let g = file.graph();
@@ -252,21 +258,22 @@ fn from_metadata(
     meta: &serde_json::Value,
     url: &str,
     inputs: &Inputs,
-) -> anyhow::Result<(Vec<kserve::Body>, String)> {
+) -> Result<(Vec<kserve::Body>, String), Error> {
     let declared = meta["inputs"]
         .as_array()
-        .ok_or_else(|| anyhow::anyhow!("{url}: the metadata has no 'inputs'"))?;
+        .ok_or_else(|| Error::MetadataInputs {
+            url: url.to_string(),
+        })?;
     let mut tensors = Vec::new();
     for (k, i) in declared.iter().enumerate() {
         let name = i["name"].as_str().unwrap_or_default().to_string();
         let dt = i["datatype"]
             .as_str()
             .and_then(kserve::parse_datatype)
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "{url}: input '{name}' has an unsupported datatype {}",
-                    i["datatype"]
-                )
+            .ok_or_else(|| Error::MetadataType {
+                url: url.to_string(),
+                input: name.clone(),
+                datatype: i["datatype"].to_string(),
             })?;
         let shape: Vec<usize> = match inputs.shapes.iter().find(|s| s.name == name) {
             Some(g) => g.dims.iter().map(|&d| d.max(0) as usize).collect(),
@@ -278,11 +285,9 @@ fn from_metadata(
                 .collect(),
         };
         let data = TensorData::seeded(dt, &shape, inputs.seed.wrapping_add(k as u64)).ok_or_else(
-            || {
-                anyhow::anyhow!(
-                    "input '{name}' is {}; pass --input-file BODY.json",
-                    kserve::datatype_name(dt)
-                )
+            || Error::CannotGenerate {
+                input: name.clone(),
+                datatype: kserve::datatype_name(dt).to_string(),
             },
         )?;
         tensors.push(HostTensor { name, data });

@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::Error;
 use super::client::{Client, Tls};
 use super::driver::{self, Driver, Tally, Until};
 use super::infer::{self, Infer, Inputs, ResponseCaps};
 use super::schedule::schedule;
-use super::settings::{self, Low, MAX_CONNECTIONS, MAX_SECONDS, SettingsError};
+use super::settings::{self, Low, MAX_CONNECTIONS, MAX_SECONDS, Setting, SettingsError};
 use super::slo;
 use crate::measure::stats::Summary;
 pub use crate::report::schema::qps::{
@@ -27,29 +28,29 @@ pub use crate::report::schema::qps::{
 };
 use crate::util::progress::Progress;
 
-/// `--slo`.
+/// `slo`.
 pub const DEFAULT_SLO: &str = "p99<=100ms";
-/// `--error-budget`.
+/// `error_budget`.
 pub const DEFAULT_ERROR_BUDGET: f64 = 0.0;
-/// `--seed`.
+/// `seed`.
 pub const DEFAULT_SEED: u64 = 1;
-/// `--max-rate`, req/s.
+/// `max_rate`, req/s.
 pub const DEFAULT_MAX_RATE: f64 = 100_000.0;
-/// `--search-precision`.
+/// `precision` (the search's stopping share).
 pub const DEFAULT_PRECISION: f64 = 0.05;
-/// `--concurrency` (closed loop).
+/// `concurrency` (closed loop).
 pub const DEFAULT_CONCURRENCY: &[usize] = &[1, 2, 4, 8, 16, 32];
-/// `--step-duration`, s.
+/// `step_duration_s`, s.
 pub const DEFAULT_STEP_DURATION_S: f64 = 5.0;
-/// `--warmup-s`, s.
+/// `warmup_s`, s.
 pub const DEFAULT_WARMUP_S: f64 = 1.0;
-/// `--timeout`, s.
+/// `timeout_s`, s.
 pub const DEFAULT_TIMEOUT_S: f64 = 10.0;
-/// `--max-connections`.
+/// `max_connections`.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
-/// `--max-response-bytes` (64 MiB, as `serve`'s default request limit).
+/// `max_response_bytes` (64 MiB, as `serve`'s default request limit).
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
-/// `--max-error-bytes` (64 KiB).
+/// `max_error_bytes` (64 KiB).
 pub const DEFAULT_MAX_ERROR_BYTES: usize = 64 << 10;
 /// The highest rate that may be asked for, req/s.
 pub const MAX_RATE: f64 = 10_000_000.0;
@@ -114,9 +115,9 @@ impl QpsSettings {
 
     /// Checks every setting (ranges, the bounds, the address) and resolves it into a plan.
     pub fn plan(&self) -> Result<QpsPlan, SettingsError> {
-        let bounds = slo::parse(&self.slo).map_err(SettingsError::Invalid)?;
+        let bounds = slo::parse(&self.slo)?;
         let error_budget = settings::real(
-            "--error-budget",
+            Setting::ErrorBudget,
             self.error_budget,
             Low::Closed,
             0.0,
@@ -125,14 +126,14 @@ impl QpsSettings {
         )?;
         if error_budget >= 1.0 {
             return Err(SettingsError::range(
-                "--error-budget",
+                Setting::ErrorBudget,
                 error_budget,
                 "a share of requests",
                 "[0, 1)".into(),
             ));
         }
         let max_rate = settings::real(
-            "--max-rate",
+            Setting::MaxRate,
             self.max_rate,
             Low::Open,
             0.0,
@@ -143,17 +144,17 @@ impl QpsSettings {
             .start_rate
             .map(|r| {
                 settings::real(
-                    "--start-rate",
+                    Setting::StartRate,
                     r,
                     Low::Open,
                     0.0,
                     max_rate,
-                    "req/s (at most --max-rate)",
+                    "req/s (at most the maximum rate)",
                 )
             })
             .transpose()?;
         let precision = settings::real(
-            "--search-precision",
+            Setting::Precision,
             self.precision,
             Low::Closed,
             0.001,
@@ -161,12 +162,13 @@ impl QpsSettings {
             "a share",
         )?;
         if self.mode == LoadMode::Closed && self.concurrency.is_empty() {
-            return Err(SettingsError::Invalid(
-                "--concurrency takes levels of at least 1, e.g. 1,2,4,8".into(),
+            return Err(SettingsError::says(
+                Setting::Concurrency,
+                "takes levels of at least 1, e.g. 1,2,4,8",
             ));
         }
         for &c in &self.concurrency {
-            settings::count("--concurrency", c, 1, MAX_CONNECTIONS, "clients")?;
+            settings::count(Setting::Concurrency, c, 1, MAX_CONNECTIONS, "clients")?;
         }
         let (base, uri) =
             settings::address(&self.url, &format!("/v2/models/{}/infer", self.model))?;
@@ -184,16 +186,16 @@ impl QpsSettings {
             precision,
             concurrency: self.concurrency.clone(),
             step: settings::seconds(
-                "--step-duration",
+                Setting::StepDuration,
                 self.step_duration_s,
                 Low::Open,
                 MAX_SECONDS,
             )?,
-            warmup: settings::seconds("--warmup-s", self.warmup_s, Low::Closed, MAX_SECONDS)?,
-            timeout: settings::seconds("--timeout", self.timeout_s, Low::Open, MAX_SECONDS)?,
+            warmup: settings::seconds(Setting::WarmupS, self.warmup_s, Low::Closed, MAX_SECONDS)?,
+            timeout: settings::seconds(Setting::Timeout, self.timeout_s, Low::Open, MAX_SECONDS)?,
             inputs: self.inputs.clone(),
             max_connections: settings::count(
-                "--max-connections",
+                Setting::MaxConnections,
                 self.max_connections,
                 1,
                 MAX_CONNECTIONS,
@@ -201,10 +203,10 @@ impl QpsSettings {
             )?,
             caps: ResponseCaps {
                 max_response_bytes: settings::cap_bytes(
-                    "--max-response-bytes",
+                    Setting::MaxResponseBytes,
                     self.max_response_bytes,
                 )?,
-                max_error_bytes: settings::cap_bytes("--max-error-bytes", self.max_error_bytes)?,
+                max_error_bytes: settings::cap_bytes(Setting::MaxErrorBytes, self.max_error_bytes)?,
             },
             tls: self.tls.clone(),
         })
@@ -242,17 +244,17 @@ pub fn measure(
     plan: &QpsPlan,
     progress: &Progress,
     stop: &Arc<AtomicBool>,
-) -> anyhow::Result<QpsReport> {
+) -> Result<QpsReport, Error> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(Error::Runtime)?;
     rt.block_on(async {
         let client = Client::new(&plan.tls, plan.max_connections, plan.timeout)?;
         let (bodies, inputs_text) = tokio::select! {
             r = infer::bodies(&plan.inputs, &plan.base, &plan.model, &client, plan.timeout) => r?,
             _ = driver::stop_set(stop) => {
-                return Err(anyhow::Error::new(crate::util::signal::Cut::Interrupted)
-                    .context("QPS: stopped before the requests were formed"));
+                return Err(Error::Stopped(crate::util::signal::Cut::Interrupted));
             }
         };
         let endpoint = Infer::new(plan.uri.clone(), bodies, plan.caps);
@@ -576,68 +578,98 @@ mod tests {
     use super::*;
 
     #[test]
-    fn settings_reject_bad_numbers_with_the_flag() {
+    fn settings_reject_bad_numbers_naming_the_setting() {
         let ok = QpsSettings::new("http://127.0.0.1:1", "m");
         assert!(ok.plan().is_ok());
-        type Case = (fn(&mut QpsSettings), &'static str);
+        type Case = (fn(&mut QpsSettings), Setting, &'static str);
         let cases: &[Case] = &[
             (
                 |s| s.step_duration_s = f64::INFINITY,
-                "--step-duration inf: seconds in (0, 86400]",
+                Setting::StepDuration,
+                "step_duration_s inf: seconds in (0, 86400]",
             ),
             (
                 |s| s.warmup_s = f64::NAN,
-                "--warmup-s NaN: seconds in [0, 86400]",
+                Setting::WarmupS,
+                "warmup_s NaN: seconds in [0, 86400]",
             ),
             (
                 |s| s.warmup_s = -1.0,
-                "--warmup-s -1: seconds in [0, 86400]",
+                Setting::WarmupS,
+                "warmup_s -1: seconds in [0, 86400]",
             ),
-            (|s| s.timeout_s = 0.0, "--timeout 0: seconds in (0, 86400]"),
+            (
+                |s| s.timeout_s = 0.0,
+                Setting::Timeout,
+                "timeout_s 0: seconds in (0, 86400]",
+            ),
             (
                 |s| s.timeout_s = 1e300,
-                "--timeout 1e300: seconds in (0, 86400]",
+                Setting::Timeout,
+                "timeout_s 1e300: seconds in (0, 86400]",
             ),
             (
                 |s| s.max_rate = f64::NAN,
-                "--max-rate NaN: req/s in (0, 10000000]",
+                Setting::MaxRate,
+                "max_rate NaN: req/s in (0, 10000000]",
             ),
             (
                 |s| s.start_rate = Some(-5.0),
-                "--start-rate -5: req/s (at most --max-rate) in (0, 100000]",
+                Setting::StartRate,
+                "start_rate -5: req/s (at most the maximum rate) in (0, 100000]",
             ),
             (
                 |s| s.error_budget = 1.0,
-                "--error-budget 1: a share of requests in [0, 1)",
+                Setting::ErrorBudget,
+                "error_budget 1: a share of requests in [0, 1)",
             ),
-            (|s| s.error_budget = f64::NAN, "--error-budget NaN"),
+            (
+                |s| s.error_budget = f64::NAN,
+                Setting::ErrorBudget,
+                "error_budget NaN",
+            ),
             (
                 |s| s.precision = 0.0,
-                "--search-precision 0: a share in [0.001, 1]",
+                Setting::Precision,
+                "precision 0: a share in [0.001, 1]",
             ),
             (
                 |s| s.max_connections = 0,
-                "--max-connections 0: connections in [1, 100000]",
+                Setting::MaxConnections,
+                "max_connections 0: connections in [1, 100000]",
             ),
             (
                 |s| s.concurrency = vec![1, 0],
-                "--concurrency 0: clients in [1, 100000]",
+                Setting::Concurrency,
+                "concurrency 0: clients in [1, 100000]",
             ),
             (
                 |s| s.max_response_bytes = 1,
-                "--max-response-bytes 1: bytes in [1024, 4294967296]",
+                Setting::MaxResponseBytes,
+                "max_response_bytes 1: bytes in [1024, 4294967296]",
             ),
             (
                 |s| s.url = "ftp://x".into(),
-                "must start with http:// or https://",
+                Setting::Url,
+                "url 'ftp://x': must start with http:// or https://",
             ),
-            (|s| s.slo = "p99<50ms".into(), "--slo 'p99<50ms'"),
+            (
+                |s| s.slo = "p99<50ms".into(),
+                Setting::Slo,
+                "slo 'p99<50ms'",
+            ),
         ];
-        for (change, want) in cases {
+        for (change, setting, want) in cases {
             let mut s = ok.clone();
             change(&mut s);
-            let e = s.plan().unwrap_err().to_string();
-            assert!(e.contains(want), "{e} lacks {want}");
+            let e = s.plan().unwrap_err();
+            assert_eq!(e.setting, *setting, "{e}");
+            let text = e.to_string();
+            assert!(text.starts_with(want), "{text} does not start with {want}");
+            assert!(
+                !text.contains("--"),
+                "a library message names a flag: {text}"
+            );
         }
     }
 }

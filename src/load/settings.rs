@@ -1,39 +1,97 @@
 //! Checks of the numbers a load run is given: every duration, rate, count and size is
 //! checked against its allowed range before anything runs, and a bad one is rejected with
-//! one message naming the flag, the value and the range (`--timeout -1: seconds in (0, 86400]`),
-//! instead of a panic deeper in (`Duration::from_secs_f64(-1.0)`). `qps` and `llm` share them.
+//! one message naming the setting, the value and the range (`timeout_s -1: seconds in
+//! (0, 86400]`; the CLI shows `--timeout`, `grade` the profile key), instead of a panic deeper
+//! in (`Duration::from_secs_f64(-1.0)`). `qps` and `llm` share them.
 
+use std::fmt;
 use std::time::Duration;
 
-/// A setting that cannot be used.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum SettingsError {
-    /// A number outside its allowed range (or NaN, or infinite).
-    #[error("{flag} {value}: {what} in {range}")]
-    OutOfRange {
-        /// The flag (or profile key) as the user wrote it, e.g. `--timeout`.
-        flag: String,
-        value: String,
-        /// What the value is, e.g. "seconds".
-        what: &'static str,
-        /// The allowed range, e.g. `(0, 86400]`.
-        range: String,
-    },
-    /// Anything else wrong with a setting; the message names the flag.
-    #[error("{0}")]
-    Invalid(String),
+pub use crate::util::setting::Problem;
+
+/// A setting of a load run (`qps`, `llm`), by the field of `QpsSettings` / `LlmSettings` /
+/// `Tls` / `Inputs` that holds it. The library's messages show the field; the CLI shows the
+/// flag, `grade` the profile key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Setting {
+    Url,
+    Slo,
+    ErrorBudget,
+    MaxRate,
+    StartRate,
+    /// The open-loop search's stopping share (`QpsSettings::precision`).
+    Precision,
+    Concurrency,
+    StepDuration,
+    /// Each QPS step's warm-up, seconds.
+    WarmupS,
+    Timeout,
+    MaxConnections,
+    MaxResponseBytes,
+    MaxErrorBytes,
+    /// LLM warm-up requests (`LlmSettings::warmup`).
+    WarmupRequests,
+    RequestCount,
+    MaxOutputLen,
+    RequestRate,
+    MaxEventBytes,
+    SamplingParams,
+    Tokenizer,
+    /// A JSONL prompt file.
+    Dataset,
+    /// A MindIE synthetic_config.json.
+    SyntheticConfig,
+    /// A request body file (`Inputs::input_file`).
+    InputFile,
+    CaCert,
+    Cert,
+    Key,
+    Crl,
 }
 
-impl SettingsError {
-    pub fn range(flag: &str, value: impl ToString, what: &'static str, range: String) -> Self {
-        SettingsError::OutOfRange {
-            flag: flag.to_string(),
-            value: value.to_string(),
-            what,
-            range,
+impl Setting {
+    /// The settings struct's field that holds it.
+    pub fn field(self) -> &'static str {
+        match self {
+            Setting::Url => "url",
+            Setting::Slo => "slo",
+            Setting::ErrorBudget => "error_budget",
+            Setting::MaxRate => "max_rate",
+            Setting::StartRate => "start_rate",
+            Setting::Precision => "precision",
+            Setting::Concurrency => "concurrency",
+            Setting::StepDuration => "step_duration_s",
+            Setting::WarmupS => "warmup_s",
+            Setting::Timeout => "timeout_s",
+            Setting::MaxConnections => "max_connections",
+            Setting::MaxResponseBytes => "max_response_bytes",
+            Setting::MaxErrorBytes => "max_error_bytes",
+            Setting::WarmupRequests => "warmup",
+            Setting::RequestCount => "request_count",
+            Setting::MaxOutputLen => "max_output_len",
+            Setting::RequestRate => "request_rate",
+            Setting::MaxEventBytes => "max_event_bytes",
+            Setting::SamplingParams => "sampling_params",
+            Setting::Tokenizer => "tokenizer",
+            Setting::Dataset => "dataset",
+            Setting::SyntheticConfig => "synthetic_config",
+            Setting::InputFile => "input_file",
+            Setting::CaCert => "cacert",
+            Setting::Cert => "cert",
+            Setting::Key => "key",
+            Setting::Crl => "crl",
         }
     }
 }
+
+impl fmt::Display for Setting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.field())
+    }
+}
+
+/// A setting that cannot be used: which one, and what is wrong with its value.
+pub type SettingsError = crate::util::setting::SettingError<Setting>;
 
 /// Whether the lower end of a range is included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +104,7 @@ pub enum Low {
 
 /// A real number in `lo..=hi` (or `(lo, hi]`), finite.
 pub fn real(
-    flag: &str,
+    setting: Setting,
     v: f64,
     low: Low,
     lo: f64,
@@ -62,7 +120,7 @@ pub fn real(
     }
     let open = if low == Low::Open { '(' } else { '[' };
     Err(SettingsError::range(
-        flag,
+        setting,
         number(v),
         what,
         format!("{open}{lo}, {hi}]"),
@@ -79,13 +137,13 @@ fn number(v: f64) -> String {
 }
 
 /// A duration given in seconds.
-pub fn seconds(flag: &str, v: f64, low: Low, hi: f64) -> Result<Duration, SettingsError> {
-    real(flag, v, low, 0.0, hi, "seconds").map(Duration::from_secs_f64)
+pub fn seconds(setting: Setting, v: f64, low: Low, hi: f64) -> Result<Duration, SettingsError> {
+    real(setting, v, low, 0.0, hi, "seconds").map(Duration::from_secs_f64)
 }
 
 /// A count in `lo..=hi`.
 pub fn count(
-    flag: &str,
+    setting: Setting,
     v: usize,
     lo: usize,
     hi: usize,
@@ -94,7 +152,12 @@ pub fn count(
     if (lo..=hi).contains(&v) {
         Ok(v)
     } else {
-        Err(SettingsError::range(flag, v, what, format!("[{lo}, {hi}]")))
+        Err(SettingsError::range(
+            setting,
+            v,
+            what,
+            format!("[{lo}, {hi}]"),
+        ))
     }
 }
 
@@ -106,23 +169,27 @@ pub const MAX_CONNECTIONS: usize = 100_000;
 pub const MAX_CAP_BYTES: usize = 1 << 32;
 
 /// A byte cap in [1 KiB, 4 GiB] (a smaller one would cut ordinary responses).
-pub fn cap_bytes(flag: &str, v: usize) -> Result<usize, SettingsError> {
-    count(flag, v, 1024, MAX_CAP_BYTES, "bytes")
+pub fn cap_bytes(setting: Setting, v: usize) -> Result<usize, SettingsError> {
+    count(setting, v, 1024, MAX_CAP_BYTES, "bytes")
 }
 
 /// `url` without its trailing `/`, and `url + path` as a URI; http(s) only.
 pub fn address(url: &str, path: &str) -> Result<(String, hyper::Uri), SettingsError> {
     if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(SettingsError::Invalid(format!(
-            "--url '{url}' must start with http:// or https://"
-        )));
+        return Err(SettingsError::bad(
+            Setting::Url,
+            url,
+            "must start with http:// or https://",
+        ));
     }
     let base = url.trim_end_matches('/').to_string();
     let text = format!("{base}{path}");
     let uri: hyper::Uri = text.parse().map_err(|_| {
-        SettingsError::Invalid(format!(
-            "--url '{url}' does not make a valid address ({text})"
-        ))
+        SettingsError::bad(
+            Setting::Url,
+            url,
+            format!("does not make a valid address ({text})"),
+        )
     })?;
     Ok((base, uri))
 }
@@ -132,33 +199,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bad_numbers_name_the_flag_value_and_range() {
+    fn bad_numbers_name_the_setting_value_and_range() {
         for v in [-1.0, 0.0, f64::NAN, f64::INFINITY, 1e300] {
-            let e = seconds("--timeout", v, Low::Open, MAX_SECONDS).unwrap_err();
-            assert!(matches!(&e, SettingsError::OutOfRange { flag, .. } if flag == "--timeout"));
-            assert!(e.to_string().starts_with("--timeout "), "{e}");
+            let e = seconds(Setting::Timeout, v, Low::Open, MAX_SECONDS).unwrap_err();
+            assert_eq!(e.setting, Setting::Timeout);
+            assert!(matches!(e.problem, Problem::OutOfRange { .. }), "{e}");
+            assert!(e.to_string().starts_with("timeout_s "), "{e}");
             assert!(e.to_string().ends_with("seconds in (0, 86400]"), "{e}");
         }
         assert_eq!(
-            seconds("--warmup", f64::NAN, Low::Closed, 10.0)
+            seconds(Setting::WarmupS, f64::NAN, Low::Closed, 10.0)
                 .unwrap_err()
                 .to_string(),
-            "--warmup NaN: seconds in [0, 10]"
+            "warmup_s NaN: seconds in [0, 10]"
         );
         assert_eq!(
-            seconds("--warmup", 0.0, Low::Closed, 10.0).unwrap(),
+            seconds(Setting::WarmupS, 0.0, Low::Closed, 10.0).unwrap(),
             Duration::ZERO
         );
         assert_eq!(
-            seconds("--timeout", 1.5, Low::Open, 10.0).unwrap(),
+            seconds(Setting::Timeout, 1.5, Low::Open, 10.0).unwrap(),
             Duration::from_millis(1500)
         );
         assert_eq!(
-            count("--concurrency", 0, 1, 1000, "requests in flight")
+            count(Setting::Concurrency, 0, 1, 1000, "requests in flight")
                 .unwrap_err()
-                .to_string(),
+                .named("--concurrency"),
             "--concurrency 0: requests in flight in [1, 1000]"
         );
-        assert!(cap_bytes("--max-event-bytes", 10).is_err());
+        assert!(cap_bytes(Setting::MaxEventBytes, 10).is_err());
     }
 }

@@ -14,8 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
-
+use super::{Error, Setting};
 use crate::backend::{self, BackendSettings, Session};
 use crate::data::inputs::{InputSpec, InputsPath, gather_inputs, input_specs, inputs_path};
 use crate::device::telemetry::{self, Kind, SensorStatus, TelemetrySummary};
@@ -30,6 +29,7 @@ pub use crate::report::schema::bench::{
 use crate::task::detect::DetectParams;
 use crate::task::{Task, TaskSpec};
 use crate::util::progress::Progress;
+use crate::util::setting::SettingError;
 use crate::util::signal::Cut;
 use crate::zoo::{self, Entry};
 
@@ -72,7 +72,7 @@ pub struct BenchSettings {
     pub backend: BackendSettings,
     /// A zoo name or an ONNX file.
     pub model: PathBuf,
-    /// Input files (see `acceval bench --inputs`); `None`: the zoo input set or seeded.
+    /// Input files (see `data::inputs::inputs_path`); `None`: the zoo input set or seeded.
     pub inputs: Option<PathBuf>,
     /// The task of a model outside the zoo.
     pub task: Option<Task>,
@@ -177,10 +177,10 @@ impl Work {
 }
 
 /// The files of `path` (a file, or a folder's files with one of `exts`), sorted.
-fn read_files(path: &Path, exts: &[&str]) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+fn read_files(path: &Path, exts: &[&str]) -> Result<Vec<(String, Vec<u8>)>, Error> {
     let mut paths: Vec<PathBuf> = if path.is_dir() {
         std::fs::read_dir(path)
-            .with_context(|| format!("reading '{}'", path.display()))?
+            .map_err(crate::util::Error::read(path))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
                 p.extension()
@@ -193,24 +193,26 @@ fn read_files(path: &Path, exts: &[&str]) -> anyhow::Result<Vec<(String, Vec<u8>
     };
     paths.sort();
     if paths.is_empty() {
-        bail!("'{}' holds no {} file", path.display(), exts.join("/"));
+        return Err(Error::NoFiles {
+            path: path.to_path_buf(),
+            exts: exts.join("/"),
+        });
     }
     paths
         .into_iter()
         .map(|p| {
-            let b = std::fs::read(&p)
-                .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", p.display()))?;
+            let b = crate::util::read(&p)?;
             Ok((p.display().to_string(), b))
         })
         .collect()
 }
 
-/// The pipeline's input files: `--inputs`, or the zoo model's input set.
+/// The pipeline's input files: the given ones, or the zoo model's input set.
 fn pipeline_files(
     s: &BenchSettings,
     task: Task,
     entry: Option<&Entry>,
-) -> anyhow::Result<(Work, String)> {
+) -> Result<(Work, String), Error> {
     match (&s.inputs, entry) {
         (Some(p), _) => {
             let exts: &[&str] = if task == Task::Forecasting {
@@ -231,7 +233,11 @@ fn pipeline_files(
             let src = format!("input set '{}' ({} files)", e.input_set, files.len());
             Ok((Work::Files(files), src))
         }
-        (None, None) => bail!("give the pipeline's input files with --inputs"),
+        (None, None) => Err(SettingError::says(
+            Setting::Inputs,
+            "is needed: give the pipeline's input files",
+        )
+        .into()),
     }
 }
 
@@ -254,7 +260,7 @@ fn model_only_inputs(
     specs: &[InputSpec],
     task: Option<Task>,
     entry: Option<&Entry>,
-) -> anyhow::Result<(Work, String)> {
+) -> Result<(Work, String), Error> {
     match (&s.inputs, entry) {
         (Some(p), _) => match (inputs_path(p, specs), task) {
             (Ok(InputsPath::Files(f)), _) => {
@@ -264,7 +270,9 @@ fn model_only_inputs(
             (Ok(InputsPath::Images) | Err(_), Some(task)) => {
                 let files = read_files(p, &["jpg", "jpeg", "png", "csv"])?;
                 let [spec] = specs else {
-                    bail!("pre-processed images feed one-input models");
+                    return Err(Error::NotOneInput {
+                        inputs: specs.len(),
+                    });
                 };
                 let shape: Vec<usize> = spec
                     .dims
@@ -278,11 +286,15 @@ fn model_only_inputs(
                     format!("{} (pre-processed)", p.display()),
                 ))
             }
-            (Ok(InputsPath::Images), None) => bail!(
-                "--inputs '{}' holds images: pass --task to pre-process them",
-                p.display()
-            ),
-            (Err(e), None) => Err(e),
+            (Ok(InputsPath::Images), None) => Err(SettingError::says(
+                Setting::Task,
+                format!(
+                    "is needed: '{}' holds images; say how to pre-process them",
+                    p.display()
+                ),
+            )
+            .into()),
+            (Err(e), None) => Err(e.into()),
         },
         (None, Some(e)) => {
             let spec = InputSpec {
@@ -310,26 +322,21 @@ fn model_only_inputs(
 }
 
 /// The task pipeline's static input shape, or the first tensor set's shapes.
-fn load_shapes(work: &Work, specs: &[InputSpec]) -> anyhow::Result<Vec<(String, Vec<usize>)>> {
+fn load_shapes(work: &Work, specs: &[InputSpec]) -> Result<Vec<(String, Vec<usize>)>, Error> {
     match work {
         Work::Tensors(sets) => Ok(sets[0]
             .iter()
             .map(|t| (t.name.clone(), t.data.shape().to_vec()))
             .collect()),
         Work::Files(_) => {
-            let s = specs
-                .first()
-                .ok_or_else(|| anyhow::anyhow!("the model declares no input"))?;
+            let s = specs.first().ok_or(Error::NoInput)?;
             let dims: Option<Vec<usize>> = s
                 .dims
                 .iter()
                 .map(|d| d.known().map(|v| v as usize))
                 .collect();
-            let dims = dims.ok_or_else(|| {
-                anyhow::anyhow!(
-                    "input '{}' has dynamic dims; the task pipeline needs a static input shape",
-                    s.name
-                )
+            let dims = dims.ok_or_else(|| Error::DynamicInput {
+                input: s.name.clone(),
             })?;
             Ok(vec![(s.name.clone(), dims)])
         }
@@ -363,7 +370,7 @@ fn one_sample(
     work: &Work,
     i: usize,
     st: &mut [f64; harness::MAX_STAGES],
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     match work {
         Work::Files(files) => {
             let (label, bytes) = &files[i % files.len()];
@@ -394,16 +401,17 @@ pub fn measure(
     s: &BenchSettings,
     progress: &Progress,
     stop: &AtomicBool,
-) -> anyhow::Result<BenchReport> {
+) -> Result<BenchReport, Error> {
     if !(s.policy.percentile > 0.0 && s.policy.percentile < 1.0) {
-        bail!(
-            "--percentile {} must be in (0, 100)",
-            s.policy.percentile * 100.0
-        );
+        return Err(SettingError::says(
+            Setting::Percentile,
+            format!("{} must be in (0, 100)", s.policy.percentile * 100.0),
+        )
+        .into());
     }
     let model = zoo::resolve(&s.model)?;
     if !model.is_file() {
-        bail!("model '{}' does not exist", model.display());
+        return Err(Error::NoModel { path: model });
     }
     let specs = input_specs(&model)?;
     let entry = zoo::identify(&model).map(|(e, _)| e);
@@ -435,12 +443,12 @@ pub fn measure(
     // Cold start: the first inference, apart.
     let t = Instant::now();
     let mut scratch = [0.0; harness::MAX_STAGES];
-    one_sample(session.as_mut(), &spec, &work, 0, &mut scratch).with_context(|| {
-        format!(
-            "the first inference of {} on {}",
-            model.display(),
-            session.info().backend
-        )
+    one_sample(session.as_mut(), &spec, &work, 0, &mut scratch).map_err(|err| {
+        Error::FirstInference {
+            model: model.clone(),
+            backend: session.info().backend.clone(),
+            err: Box::new(err),
+        }
     })?;
     let first_ms = t.elapsed().as_secs_f64() * 1e3;
 
@@ -486,7 +494,7 @@ pub fn measure(
     // Offline throughput over batch sizes (model only, dynamic batch).
     if (!s.batch.is_empty() || s.peak_power) && report.complete {
         let Work::Tensors(sets) = &work else {
-            bail!("--batch and --peak-power run model only");
+            return Err(Error::BatchOfFiles);
         };
         let ctx = BatchCtx {
             model: &model,
@@ -562,7 +570,7 @@ struct SummaryInput<'a> {
 }
 
 /// Statistics, validity and the report from the measured samples.
-fn summarise(x: SummaryInput) -> anyhow::Result<BenchReport> {
+fn summarise(x: SummaryInput) -> Result<BenchReport, Error> {
     let m = &x.measured;
     let totals: Vec<f64> = m.samples.iter().map(|s| s.total_ms).collect();
     let latency = Summary::of(&totals);
@@ -605,7 +613,7 @@ fn summarise(x: SummaryInput) -> anyhow::Result<BenchReport> {
     Ok(BenchReport {
         schema: "acceval.bench/1".into(),
         model: x.model.display().to_string(),
-        model_sha256: crate::util::fs::sha256_hex(&std::fs::read(x.model)?),
+        model_sha256: crate::util::fs::sha256_hex(&crate::util::read(x.model)?),
         mode: x.mode,
         task: x.task,
         session: x.session.info().clone(),
@@ -739,17 +747,20 @@ struct BatchCtx<'a> {
 }
 
 /// `base` repeated to batch `b` (models with a dynamic first dimension only).
-fn batched_inputs(c: &BatchCtx, b: usize) -> anyhow::Result<Vec<HostTensor>> {
+fn batched_inputs(c: &BatchCtx, b: usize) -> Result<Vec<HostTensor>, Error> {
     c.base
         .iter()
         .zip(c.specs)
         .map(|(t, s)| {
-            if s.dims.first().and_then(|d| d.known()).is_some_and(|d| d as usize != b) {
-                bail!(
-                    "input '{}' has a static batch dimension {}; --batch and --peak-power need a model with a dynamic first dimension",
-                    s.name,
-                    crate::model::shape::shape_str(&s.dims)
-                );
+            if s.dims
+                .first()
+                .and_then(|d| d.known())
+                .is_some_and(|d| d as usize != b)
+            {
+                return Err(Error::StaticBatch {
+                    input: s.name.clone(),
+                    dims: crate::model::shape::shape_str(&s.dims),
+                });
             }
             Ok(HostTensor {
                 name: t.name.clone(),
@@ -765,9 +776,9 @@ fn batch_point(
     c: &BatchCtx,
     b: usize,
     sample: Option<Duration>,
-) -> anyhow::Result<(BatchPoint, Option<TelemetrySummary>)> {
+) -> Result<(BatchPoint, Option<TelemetrySummary>), Error> {
     if b == 0 {
-        bail!("--batch sizes must be at least 1");
+        return Err(SettingError::says(Setting::Batch, "sizes must be at least 1").into());
     }
     let batched = batched_inputs(c, b)?;
     let shapes = batched
@@ -791,7 +802,7 @@ fn batch_point(
         &c.s.policy,
         |_, st| {
             st[0] = sess.timed_run(&batched)?.forward_ms;
-            Ok(())
+            Ok::<(), crate::backend::BackendError>(())
         },
         c.stop,
         |_, _| {},
@@ -803,7 +814,10 @@ fn batch_point(
     );
     let rec = sampler.map(|s| s.stop());
     if let Some(e) = &m.error {
-        bail!("batch {b}: {e}");
+        return Err(Error::Batch {
+            batch: b,
+            error: e.clone(),
+        });
     }
     let tot: Vec<f64> = m.samples.iter().map(|x| x.total_ms).collect();
     let sum: f64 = tot.iter().sum::<f64>() / 1e3;
@@ -842,7 +856,7 @@ fn max_power(tm: &TelemetrySummary) -> BTreeMap<String, f64> {
 
 /// §7.1.6 b: batch 1, 2, 4, ... until samples/s grows by less than 5 % (or batch 1024),
 /// sampling power throughout; the peak is the largest power sample.
-fn peak_power_sweep(c: &BatchCtx) -> anyhow::Result<PeakPower> {
+fn peak_power_sweep(c: &BatchCtx) -> Result<PeakPower, Error> {
     let every = Duration::from_millis(c.s.telemetry.sample_ms.max(100));
     let mut steps: Vec<PeakStep> = Vec::new();
     let mut unavailable = None;
@@ -889,13 +903,13 @@ fn peak_power_sweep(c: &BatchCtx) -> anyhow::Result<PeakPower> {
 }
 
 /// `data` repeated `b` times along a new first axis (its first axis replaced).
-fn repeat_batch(data: &TensorData, b: usize) -> anyhow::Result<TensorData> {
+fn repeat_batch(data: &TensorData, b: usize) -> Result<TensorData, Error> {
     macro_rules! rep {
         ($a:expr, $v:ident) => {{
             let a = $a;
             let one = a.index_axis(ndarray::Axis(0), 0);
             let views: Vec<_> = (0..b).map(|_| one.view()).collect();
-            TensorData::$v(ndarray::stack(ndarray::Axis(0), &views)?)
+            TensorData::$v(ndarray::stack(ndarray::Axis(0), &views).map_err(Error::Repeat)?)
         }};
     }
     Ok(match data {

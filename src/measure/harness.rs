@@ -33,21 +33,22 @@ pub struct Measured {
 
 /// Runs the policy: warm-up, then timed samples until both minimums are met, `stop` is set
 /// or a sample fails. `one(i, stages)` runs sample `i` and writes its stage times.
-pub fn run<F>(
+pub fn run<F, E>(
     policy: &Policy,
     one: F,
     stop: &AtomicBool,
     progress: impl FnMut(usize, f64),
 ) -> Measured
 where
-    F: FnMut(usize, &mut [f64; MAX_STAGES]) -> anyhow::Result<()>,
+    F: FnMut(usize, &mut [f64; MAX_STAGES]) -> Result<(), E>,
+    E: std::fmt::Display,
 {
     run_windowed(policy, one, stop, progress, || {})
 }
 
 /// As [`run`], calling `on_start` right before the first timed sample (after the warm-up):
 /// telemetry starts there, so it covers the measured window only.
-pub fn run_windowed<F>(
+pub fn run_windowed<F, E>(
     policy: &Policy,
     mut one: F,
     stop: &AtomicBool,
@@ -55,7 +56,8 @@ pub fn run_windowed<F>(
     on_start: impl FnOnce(),
 ) -> Measured
 where
-    F: FnMut(usize, &mut [f64; MAX_STAGES]) -> anyhow::Result<()>,
+    F: FnMut(usize, &mut [f64; MAX_STAGES]) -> Result<(), E>,
+    E: std::fmt::Display,
 {
     let mut stages = [0.0; MAX_STAGES];
     let interval = Duration::from_secs_f64(policy.interval_ms.max(0.0) / 1e3);
@@ -244,7 +246,12 @@ pub fn overhead_us(n: usize) -> f64 {
         stability: f64::INFINITY,
     };
     let stop = AtomicBool::new(false);
-    let m = run(&policy, |_, _| Ok(()), &stop, |_, _| {});
+    let m = run(
+        &policy,
+        |_, _| Ok::<(), std::convert::Infallible>(()),
+        &stop,
+        |_, _| {},
+    );
     let mut v: Vec<f64> = m.samples.iter().map(|s| s.total_ms * 1e3).collect();
     v.sort_by(f64::total_cmp);
     super::stats::quantile_sorted(&v, 0.5).unwrap_or(f64::NAN)
@@ -284,7 +291,7 @@ mod tests {
                 calls += 1;
                 spin(1.0);
                 st[0] = 1.0;
-                Ok(())
+                Ok::<(), &str>(())
             },
             &stop,
             |_, _| {},
@@ -312,7 +319,7 @@ mod tests {
             &p,
             |_, _| {
                 spin(1.0);
-                Ok(())
+                Ok::<(), &str>(())
             },
             &stop,
             |_, _| {},
@@ -331,7 +338,7 @@ mod tests {
             &policy(64),
             |_, _| {
                 spin(0.2);
-                Ok(())
+                Ok::<(), &str>(())
             },
             &stop,
             |_, _| {},
@@ -350,11 +357,7 @@ mod tests {
         let m = run(
             &policy(10),
             |i, _| {
-                if i == 5 {
-                    anyhow::bail!("boom")
-                } else {
-                    Ok(())
-                }
+                if i == 5 { Err("boom") } else { Ok(()) }
             },
             &stop,
             |_, _| {},
@@ -363,7 +366,7 @@ mod tests {
         assert!(m.error.as_deref().unwrap().contains("boom"));
         // A stop request ends the run, marked interrupted.
         let stop = AtomicBool::new(true);
-        let m = run(&policy(10), |_, _| Ok(()), &stop, |_, _| {});
+        let m = run(&policy(10), |_, _| Ok::<(), &str>(()), &stop, |_, _| {});
         assert!(m.interrupted && m.samples.is_empty());
     }
 
@@ -375,7 +378,7 @@ mod tests {
             &policy(50),
             |i, _| {
                 spin(if i >= 42 { 2.0 } else { 1.0 });
-                Ok(())
+                Ok::<(), &str>(())
             },
             &stop,
             |_, _| {},

@@ -119,13 +119,13 @@ pub fn probe(
     model: &Path,
     b: &BackendSettings,
     shapes: &[crate::model::InputShape],
-) -> anyhow::Result<PlacementSummary> {
+) -> Result<PlacementSummary, super::Error> {
     let a = crate::model::analyse(model, shapes)?;
     let traits = backend::describe(b);
     if traits.plain_cpu || traits.class == DeviceClass::Emulated {
         return Ok(summarise(b, &a, Err(String::new())));
     }
-    let run = || -> anyhow::Result<Placement> {
+    let run = || -> Result<Placement, super::Error> {
         let specs = input_specs(model)?;
         let (inputs, _) = gather_inputs(&specs, &[], shapes, 0)?;
         let load = b.load_options(

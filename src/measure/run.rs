@@ -5,8 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::bail;
-
+use super::{Error, Setting};
 use crate::backend::{self, BackendSettings, BackendSpec, Placement};
 use crate::data::inputs::{describe_output, gather_inputs, input_specs};
 use crate::measure::stats::Summary;
@@ -15,6 +14,7 @@ use crate::model::tensor::HostTensor;
 pub use crate::report::schema::run::{PlacementRecord, RunReport, RunTimings, TaskReport};
 use crate::task::detect::DetectParams;
 use crate::task::{Task, TaskSpec};
+use crate::util::setting::SettingError;
 
 /// What `run_model` needs.
 #[derive(Debug, Clone)]
@@ -55,7 +55,7 @@ pub fn placement_record(p: Placement, spec: &BackendSpec) -> PlacementRecord {
 }
 
 /// Loads, runs once cold and `runs` times steady; returns the report and the first outputs.
-pub fn run_model(s: &RunSettings) -> anyhow::Result<(RunReport, Vec<HostTensor>)> {
+pub fn run_model(s: &RunSettings) -> Result<(RunReport, Vec<HostTensor>), Error> {
     let model = crate::zoo::resolve(&s.model)?;
     let specs = input_specs(&model)?;
     let (inputs, records) = gather_inputs(&specs, &s.inputs, &s.shapes, s.seed)?;
@@ -109,19 +109,19 @@ pub struct TaskSettings {
     pub task: Option<Task>,
     /// Image files, or one load-series CSV.
     pub files: Vec<PathBuf>,
-    /// Whether `files` is a load series (`--series`).
+    /// Whether `files` is a load series.
     pub series: bool,
     pub top_k: usize,
     pub detect: DetectParams,
 }
 
 /// Image arguments with folders expanded to their JPEG/PNG files (sorted).
-pub fn image_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+pub fn image_files(args: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
     let mut out = Vec::new();
     for a in args {
         if a.is_dir() {
             let mut v: Vec<PathBuf> = std::fs::read_dir(a)
-                .map_err(|e| anyhow::anyhow!("cannot read folder '{}': {e}", a.display()))?
+                .map_err(crate::util::Error::read(a))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| {
                     p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
@@ -130,7 +130,7 @@ pub fn image_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
                 })
                 .collect();
             if v.is_empty() {
-                bail!("folder '{}' holds no .jpg/.jpeg/.png image", a.display());
+                return Err(Error::NoImages { path: a.clone() });
             }
             v.sort();
             out.extend(v);
@@ -142,7 +142,7 @@ pub fn image_files(args: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// The task and labels of `model`: the zoo's, or `task` for other models.
-fn task_of(model: &Path, task: Option<Task>) -> anyhow::Result<(Task, Vec<String>)> {
+fn task_of(model: &Path, task: Option<Task>) -> Result<(Task, Vec<String>), Error> {
     let stem = model.file_stem().and_then(|s| s.to_str()).unwrap_or("");
     let manifest =
         crate::zoo::Manifest::read(&crate::util::paths::models_dir().join("zoo.toml")).ok();
@@ -152,31 +152,34 @@ fn task_of(model: &Path, task: Option<Task>) -> anyhow::Result<(Task, Vec<String
     match (task, entry) {
         (Some(t), e) => Ok((t, e.map(|e| e.labels.clone()).unwrap_or_default())),
         (None, Some(e)) => Ok((e.task, e.labels.clone())),
-        (None, None) => bail!(
-            "'{}' is not a zoo model: pass --task classification|detection|forecasting",
-            model.display()
-        ),
+        (None, None) => Err(SettingError::says(
+            Setting::Task,
+            format!(
+                "is needed: '{}' is not a zoo model; say its task (classification, detection or forecasting)",
+                model.display()
+            ),
+        )
+        .into()),
     }
 }
 
 /// Runs the task pipeline on every file. A file that fails ends the batch: the report
 /// then holds the runs before it (`complete: false`) and the error comes beside it.
-pub fn run_task(s: &TaskSettings) -> anyhow::Result<(TaskReport, Option<anyhow::Error>)> {
+pub fn run_task(s: &TaskSettings) -> Result<(TaskReport, Option<crate::task::Error>), Error> {
     let model = crate::zoo::resolve(&s.model)?;
     let specs = input_specs(&model)?;
     let [input] = specs.as_slice() else {
-        bail!(
-            "task pipelines take models with one input; this one has {}",
-            specs.len()
-        );
+        return Err(Error::NotOneInput {
+            inputs: specs.len(),
+        });
     };
     let (task, labels) = task_of(&model, s.task)?;
     match (task, s.series) {
-        (Task::Forecasting, false) => {
-            bail!("a forecasting model takes --series FILE.csv, not --image")
-        }
+        (Task::Forecasting, false) => return Err(Error::WantsSeries),
         (Task::Classification | Task::Detection, true) => {
-            bail!("a {task:?} model takes --image FILE, not --series")
+            return Err(Error::WantsImages {
+                task: format!("{task:?}"),
+            });
         }
         _ => {}
     }
@@ -185,11 +188,8 @@ pub fn run_task(s: &TaskSettings) -> anyhow::Result<(TaskReport, Option<anyhow::
         .iter()
         .map(|d| d.known().map(|v| v as usize))
         .collect::<Option<_>>()
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "input '{}' has dynamic dims; task pipelines need a static input shape",
-                input.name
-            )
+        .ok_or_else(|| Error::DynamicInput {
+            input: input.name.clone(),
         })?;
     let spec = TaskSpec {
         task,

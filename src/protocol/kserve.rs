@@ -522,7 +522,11 @@ fn decode_tensors(
 }
 
 /// Decodes a request body (JSON, or JSON header + binary tensors).
-pub fn decode_request(body: &[u8], header_len: Option<&str>) -> Result<Request, String> {
+pub fn decode_request(body: &[u8], header_len: Option<&str>) -> Result<Request, super::Error> {
+    wire_request(body, header_len).map_err(super::Error::InvalidRequest)
+}
+
+fn wire_request(body: &[u8], header_len: Option<&str>) -> Result<Request, String> {
     let (head, bin) = split_body(body, header_len)?;
     let w: WireRequest = parse_head(head, "request")?;
     let outputs = match w.outputs {
@@ -556,10 +560,16 @@ pub fn decode_request(body: &[u8], header_len: Option<&str>) -> Result<Request, 
 }
 
 /// Decodes a response body into its output tensors (`qps` checks the first response).
-pub fn decode_response(body: &[u8], header_len: Option<&str>) -> Result<Vec<HostTensor>, String> {
-    let (head, bin) = split_body(body, header_len)?;
-    let w: WireResponse = parse_head(head, "response")?;
-    Ok(decode_tensors(w.outputs, bin, "output")?
+pub fn decode_response(
+    body: &[u8],
+    header_len: Option<&str>,
+) -> Result<Vec<HostTensor>, super::Error> {
+    let decoded = split_body(body, header_len).and_then(|(head, bin)| {
+        let w: WireResponse = parse_head(head, "response")?;
+        decode_tensors(w.outputs, bin, "output")
+    });
+    Ok(decoded
+        .map_err(super::Error::InvalidResponse)?
         .into_iter()
         .map(|i| HostTensor {
             name: i.name,
@@ -896,7 +906,9 @@ mod tests {
             ("FP32", "[1, 2, 3]", "more than the 2 elements"),
             ("FP32", "[[1], {}]", "invalid type: map"),
         ] {
-            let e = decode_request(req(dt, data).as_bytes(), None).unwrap_err();
+            let e = decode_request(req(dt, data).as_bytes(), None)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(want), "{dt} {data}: {e}");
             assert!(
                 !e.contains(" at line 1"),
@@ -917,18 +929,21 @@ mod tests {
         assert!(
             decode_request(twice, None)
                 .unwrap_err()
+                .to_string()
                 .contains("input 'x' is given twice")
         );
         let outs = br#"{"inputs":[],"outputs":[{"name":"y"},{"name":"y"}]}"#;
         assert!(
             decode_request(outs, None)
                 .unwrap_err()
+                .to_string()
                 .contains("output 'y' is asked for twice")
         );
         let both = br#"{"inputs":[{"name":"x","shape":[1],"datatype":"FP32","data":[1],"parameters":{"binary_data_size":4}}]}"#;
         assert!(
             decode_request(both, None)
                 .unwrap_err()
+                .to_string()
                 .contains("both 'data' and binary_data_size")
         );
         let dup_key =
@@ -936,6 +951,7 @@ mod tests {
         assert!(
             decode_request(dup_key, None)
                 .unwrap_err()
+                .to_string()
                 .contains("duplicate field `name`")
         );
     }
@@ -947,6 +963,7 @@ mod tests {
         assert!(
             decode_request(huge, None)
                 .unwrap_err()
+                .to_string()
                 .contains("more than 2^64 elements")
         );
         // A shape of 10^12 elements with two numbers of data: no 4 TB allocation up front.
@@ -955,6 +972,7 @@ mod tests {
         assert!(
             decode_request(big, None)
                 .unwrap_err()
+                .to_string()
                 .contains("holds 1000000000000 elements but 'data' has 2")
         );
         let bin = br#"{"inputs":[{"name":"x","shape":[4611686018427387904],"datatype":"FP32","parameters":{"binary_data_size":0}}]}"#;
@@ -962,6 +980,7 @@ mod tests {
         assert!(
             decode_request(bin, Some(&n))
                 .unwrap_err()
+                .to_string()
                 .contains("needs more than 2^64")
         );
         let deep = format!(
@@ -972,6 +991,7 @@ mod tests {
         assert!(
             decode_request(deep.as_bytes(), None)
                 .unwrap_err()
+                .to_string()
                 .contains("recursion limit")
         );
     }
@@ -996,6 +1016,7 @@ mod tests {
                 None
             )
             .unwrap_err()
+            .to_string()
             .contains("neither 'data' nor")
         );
         assert!(
@@ -1007,6 +1028,7 @@ mod tests {
         assert!(
             decode_request(br#"{"id":5,"inputs":[]}"#, None)
                 .unwrap_err()
+                .to_string()
                 .contains("does not follow the v2 protocol")
         );
     }
@@ -1057,22 +1079,26 @@ mod tests {
         assert!(
             decode_request(short, None)
                 .unwrap_err()
+                .to_string()
                 .contains("holds 4 elements but 'data' has 3")
         );
         assert!(
             decode_request(b"{oops", None)
                 .unwrap_err()
+                .to_string()
                 .contains("not valid JSON")
         );
         assert!(
             decode_request(body, Some("9999"))
                 .unwrap_err()
+                .to_string()
                 .contains("only")
         );
         let bad_type = br#"{"inputs":[{"name":"x","shape":[1],"datatype":"INT8","data":[300]}]}"#;
         assert!(
             decode_request(bad_type, None)
                 .unwrap_err()
+                .to_string()
                 .contains("not a INT8")
         );
     }

@@ -34,7 +34,7 @@ fn header(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
         r.inputs_used,
         r.inputs_available,
         if r.inputs_used < r.inputs_available {
-            " (--limit)"
+            " (limited)"
         } else {
             ""
         }
@@ -152,7 +152,7 @@ fn summary(o: &mut dyn Write, r: &AccuracyReport) -> std::io::Result<()> {
     }
     match (r.verdict, &r.verdict_reason) {
         (Some(v), Some(why)) => writeln!(o, "Verdict:        {v}: {why}")?,
-        _ => writeln!(o, "Verdict:        none (no --require)")?,
+        _ => writeln!(o, "Verdict:        none (no level required)")?,
     }
     writeln!(o)?;
     Ok(())

@@ -145,7 +145,7 @@ fn common_fields(r: &LlmReport, run: &LlmRun) -> Vec<(&'static str, String)> {
             "GenerateSpeedPerClient (token/s)",
             opt(run.generate_speed_per_client, "no GenerateSpeed"),
         ),
-        ("Goodput (req/s)", opt(run.goodput, "no --slo given")),
+        ("Goodput (req/s)", opt(run.goodput, "no SLO given")),
         (
             "CharactersPerToken",
             opt(run.characters_per_token, "no token"),

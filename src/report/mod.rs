@@ -1,4 +1,5 @@
-//! Rendering: every view (terminal tables, JSON) is made from one result struct.
+//! Rendering: every view (terminal tables, JSON) is made from one result struct. [`Error`]
+//! says what failed when a view is written out.
 
 pub mod accuracy;
 pub mod bench;
@@ -16,6 +17,27 @@ pub mod train;
 pub mod zoo;
 
 use std::io::IsTerminal;
+
+/// What failed while a result was turned into bytes or written out.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The result could not be serialised as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// CSV asked of a result that has no table.
+    #[error("this result has no table to write as CSV")]
+    NoTable,
+    /// A view could not be rendered into memory.
+    #[error("cannot render the result: {0}")]
+    Render(std::io::Error),
+    /// Stdout refused the bytes (the source is kept so that `main` can tell a closed pipe,
+    /// which is not an error, from a real failure).
+    #[error("cannot write to stdout")]
+    Stdout(#[source] std::io::Error),
+    /// A file or folder could not be written.
+    #[error(transparent)]
+    Files(#[from] crate::util::Error),
+}
 
 use comfy_table::{Cell, CellAlignment, Table, presets};
 

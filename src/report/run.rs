@@ -52,7 +52,10 @@ pub fn write_text(out: &mut dyn Write, r: &RunReport) -> std::io::Result<()> {
             ms(st.p90),
             ms(st.max)
         )?,
-        None => writeln!(out, "  steady inference:                   n/a: --runs 0")?,
+        None => writeln!(
+            out,
+            "  steady inference:                   n/a: no steady runs"
+        )?,
     }
     writeln!(out)?;
     for i in &r.inputs {

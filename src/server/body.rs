@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use http_body_util::BodyExt;
 
 use super::http::ApiError;
+use super::{Setting, SettingNames};
 
 /// Bytes of memory the requests in flight may hold together.
 #[derive(Debug)]
@@ -88,6 +89,8 @@ impl Drop for Lease {
 pub struct BodyLimits {
     pub max_bytes: usize,
     pub timeout: Duration,
+    /// How a message to the client names a setting.
+    pub names: SettingNames,
 }
 
 /// Memory a request is charged for its body of `n` bytes before decoding: the body and as
@@ -96,24 +99,26 @@ pub fn charge(n: usize) -> usize {
     n.saturating_mul(2)
 }
 
-pub fn over_budget(budget: &Budget, want: usize) -> ApiError {
+pub fn over_budget(budget: &Budget, want: usize, names: SettingNames) -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         format!(
-            "server busy: this request needs {:.1} MB of the memory budget ({:.0} MB, --max-memory-mb) and {:.1} MB are held by requests in flight; retry later",
+            "server busy: this request needs {:.1} MB of the memory budget ({:.0} MB, {}) and {:.1} MB are held by requests in flight; retry later",
             want as f64 / 1e6,
             budget.limit as f64 / 1e6,
+            names(Setting::MaxMemoryMb),
             budget.used() as f64 / 1e6
         ),
     )
     .closing()
 }
 
-fn too_large(n: &str, limit: usize) -> ApiError {
+fn too_large(n: &str, limit: usize, names: SettingNames) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         format!(
-            "the request body is {n} bytes, over the length limit of {limit} bytes (--max-body-mb {})",
+            "the request body is {n} bytes, over the length limit of {limit} bytes ({} {})",
+            names(Setting::MaxBodyMb),
             limit as f64 / 1e6
         ),
     )
@@ -150,12 +155,12 @@ pub async fn read(
     if let Some(n) = declared
         && n > limits.max_bytes as u64
     {
-        return Err(too_large(&n.to_string(), limits.max_bytes));
+        return Err(too_large(&n.to_string(), limits.max_bytes, limits.names));
     }
     let first = declared.unwrap_or(0) as usize;
     let mut lease = budget
         .lease(charge(first))
-        .ok_or_else(|| over_budget(budget, charge(first)))?;
+        .ok_or_else(|| over_budget(budget, charge(first), limits.names))?;
     let mut buf = Vec::with_capacity(first);
     let deadline = tokio::time::Instant::now() + limits.timeout;
     let mut body = body;
@@ -165,8 +170,9 @@ pub async fn read(
                 return Err(ApiError::new(
                     StatusCode::REQUEST_TIMEOUT,
                     format!(
-                        "the request body did not arrive within {} s (--body-timeout); {} bytes came",
+                        "the request body did not arrive within {} s ({}); {} bytes came",
                         limits.timeout.as_secs_f64(),
+                        (limits.names)(Setting::BodyTimeout),
                         buf.len()
                     ),
                 )
@@ -190,10 +196,11 @@ pub async fn read(
             return Err(too_large(
                 &format!("over {}", limits.max_bytes),
                 limits.max_bytes,
+                limits.names,
             ));
         }
         if total > first && !lease.resize(charge(total)) {
-            return Err(over_budget(budget, charge(total)));
+            return Err(over_budget(budget, charge(total), limits.names));
         }
         buf.extend_from_slice(&data);
     }

@@ -292,7 +292,8 @@ fn admit(app: &App) -> Result<Admitted<'_>, ApiError> {
     let admitted = Admitted(&app.inflight);
     if n >= app.max_inflight {
         return Err(unavailable(format!(
-            "server busy: {n} requests in flight (--max-inflight {})",
+            "server busy: {n} requests in flight ({} {})",
+            (app.body_limits.names)(super::Setting::MaxInflight),
             app.max_inflight
         ))
         .closing());
@@ -317,11 +318,15 @@ async fn infer_inner(
                 .map_err(|_| bad("Inference-Header-Content-Length is not text"))
         })
         .transpose()?;
-    let req = kserve::decode_request(&bytes, header_len).map_err(bad)?;
+    let req = kserve::decode_request(&bytes, header_len).map_err(|e| bad(e.to_string()))?;
     // The body and its tensors are both alive here; then only the tensors.
     let decoded = req.tensor_bytes();
     if !lease.resize(bytes.len().saturating_add(decoded)) {
-        return Err(body::over_budget(&app.budget, bytes.len() + decoded));
+        return Err(body::over_budget(
+            &app.budget,
+            bytes.len() + decoded,
+            app.body_limits.names,
+        ));
     }
     drop(bytes);
     lease.resize(decoded);

@@ -1,18 +1,20 @@
 //! `acceval serve`: one model on one backend behind the KServe v2 / Triton HTTP protocol.
 //!
-//! HTTP runs on tokio/hyper with axum's router; the model runs on `--instances` plain
+//! HTTP runs on tokio/hyper with axum's router; the model runs on `instances` plain
 //! threads, each owning its session (sessions are not `Send`), fed by one queue. With
-//! `--max-batch N` a thread joins up to N queued requests into one run (waiting
-//! `--batch-timeout-us` for the batch to fill, padding a partial batch to N rows) and splits
+//! `max_batch` N a thread joins up to N queued requests into one run (waiting
+//! `batch_timeout_us` for the batch to fill, padding a partial batch to N rows) and splits
 //! the outputs again. SIGINT/SIGTERM stop accepting, let in-flight requests finish, then exit.
 //!
 //! Fit to face a network: connections are capped and timed (`conn.rs`: head, body and idle
 //! timeouts), bodies are limited before they are read and charged to one memory budget
 //! (`body.rs`), decoding is typed and bounded by the body (`protocol::kserve`), and a server
 //! beyond loopback can require an API key (`auth.rs`) and speak TLS (`tls.rs`); `net.rs`
-//! names the interfaces such a server reaches. Requests beyond `--max-inflight` get 503 at
+//! names the interfaces such a server reaches. Requests beyond `max_inflight` get 503 at
 //! once rather than queueing without bound. The routes and one request's path are in
-//! `http.rs`.
+//! `http.rs`. [`Error`] says why a server could not start; a bad setting is named by
+//! [`Setting`], which the caller shows its way (the CLI as a flag), in errors and in the
+//! messages the running server sends its clients ([`SettingNames`]).
 
 mod auth;
 mod body;
@@ -29,8 +31,6 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
-
 use crate::backend::{self, BackendSpec, LoadOptions};
 use crate::data::inputs::{InputSpec, input_specs, output_specs};
 use crate::model::shape::Dim;
@@ -38,6 +38,97 @@ use crate::model::tensor::{HostTensor, TensorData};
 pub use conn::ConnLimits;
 pub use metrics::Metrics;
 pub use net::{Exposure, exposure};
+
+use crate::util::setting::SettingError;
+
+/// A setting of `serve` ([`ServeSettings`]), by the field that holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    Shapes,
+    Instances,
+    MaxBatch,
+    BatchTimeoutUs,
+    MaxInflight,
+    MaxBodyMb,
+    HeaderTimeout,
+    BodyTimeout,
+    IdleTimeout,
+    MaxConnections,
+    MaxMemoryMb,
+    ApiKey,
+    TlsCert,
+    TlsKey,
+}
+
+impl Setting {
+    /// The [`ServeSettings`] field that holds it.
+    pub fn field(self) -> &'static str {
+        match self {
+            Setting::Shapes => "shapes",
+            Setting::Instances => "instances",
+            Setting::MaxBatch => "max_batch",
+            Setting::BatchTimeoutUs => "batch_timeout_us",
+            Setting::MaxInflight => "max_inflight",
+            Setting::MaxBodyMb => "max_body_mb",
+            Setting::HeaderTimeout => "header_timeout_s",
+            Setting::BodyTimeout => "body_timeout_s",
+            Setting::IdleTimeout => "idle_timeout_s",
+            Setting::MaxConnections => "max_connections",
+            Setting::MaxMemoryMb => "max_memory_mb",
+            Setting::ApiKey => "api_key",
+            Setting::TlsCert => "tls_cert",
+            Setting::TlsKey => "tls_key",
+        }
+    }
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.field())
+    }
+}
+
+/// How the running server names a setting in what it tells its clients (`server busy: ...
+/// (max_inflight 256)`): the caller's words for it (the CLI passes its flags).
+pub type SettingNames = fn(Setting) -> &'static str;
+
+/// Why a server could not be configured, started or run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Setting(#[from] SettingError<Setting>),
+    /// The memory budget cannot hold one request of the largest body.
+    #[error(
+        "max_memory_mb {memory_mb}: one request of max_body_mb {body_mb} needs {need_mb} MB (its body and its decoded tensors); raise the memory budget or lower the body limit"
+    )]
+    BudgetBelowBody {
+        memory_mb: f64,
+        body_mb: f64,
+        need_mb: f64,
+    },
+    #[error("TLS protocol versions: {0}")]
+    TlsVersions(rustls::Error),
+    #[error(
+        "the TLS certificate and key do not form a usable certificate and key (does the key belong to the certificate?): {0}"
+    )]
+    TlsPair(rustls::Error),
+    #[error("cannot bind {addr}: {err}")]
+    Bind { addr: String, err: std::io::Error },
+    #[error("cannot start the server: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the server thread panicked")]
+    Panicked,
+    #[error("the server ended before it was ready")]
+    EndedEarly,
+    /// A model instance failed to load, or the server failed while serving (the text is the
+    /// worker's message, passed across threads).
+    #[error("{0}")]
+    Failed(String),
+    #[error(transparent)]
+    Data(#[from] crate::data::Error),
+    #[error(transparent)]
+    Zoo(#[from] crate::zoo::Error),
+}
 
 /// What `serve` needs, resolved from the command line (or set by `grade`).
 #[derive(Debug, Clone)]
@@ -58,6 +149,8 @@ pub struct Config {
     pub max_memory_bytes: usize,
     pub api_key: Option<auth::ApiKey>,
     pub tls: Option<tls::Tls>,
+    /// How messages to clients name a setting.
+    pub names: SettingNames,
 }
 
 /// The model as clients see it.
@@ -112,13 +205,13 @@ pub const DEFAULT_IDLE_TIMEOUT_S: f64 = 30.0;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Most model instances (threads, each with a session).
 pub const MAX_INSTANCES: usize = 1024;
-/// Largest `--max-batch` (Triton's `max_batch_size` is usually 8 to 256).
+/// Largest `max_batch` (Triton's `max_batch_size` is usually 8 to 256).
 pub const MAX_BATCH: usize = 65_536;
 /// Most requests in flight.
 pub const MAX_INFLIGHT: usize = 1_000_000;
 /// Most open connections (each needs a file descriptor).
 pub const MAX_CONNECTIONS: usize = 1_000_000;
-/// Longest `--batch-timeout-us`, µs.
+/// Longest `batch_timeout_us`, µs.
 pub const MAX_BATCH_TIMEOUT_US: u64 = 10_000_000;
 /// The memory budget's default ceiling, MB; it is also at most half the machine's memory.
 pub const DEFAULT_MAX_MEMORY_MB: f64 = 2000.0;
@@ -147,6 +240,8 @@ pub struct ServeSettings {
     pub api_key: Option<String>,
     /// PEM certificate chain and private key: serve HTTPS.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// How messages to clients name a setting [default: its field].
+    pub names: SettingNames,
 }
 
 impl ServeSettings {
@@ -169,12 +264,13 @@ impl ServeSettings {
             max_memory_mb: None,
             api_key: None,
             tls: None,
+            names: Setting::field,
         }
     }
 }
 
 /// Resolves the settings into a [`Config`].
-pub fn config(args: &ServeSettings) -> anyhow::Result<Config> {
+pub fn config(args: &ServeSettings) -> Result<Config, Error> {
     check_counts(args)?;
     // The limits, the key and the certificate first: their errors need no model.
     let conn = conn_limits(args)?;
@@ -201,18 +297,27 @@ pub fn config(args: &ServeSettings) -> anyhow::Result<Config> {
     }
     for g in &args.shapes {
         if !specs.iter().any(|s| s.name == g.name) {
-            bail!("--shape '{}': the model has no input of that name", g.name);
+            return Err(SettingError::bad(
+                Setting::Shapes,
+                &g.name,
+                "the model has no input of that name",
+            )
+            .into());
         }
     }
     if args.max_batch > 1 {
         for s in &specs {
             if !matches!(s.dims.first(), Some(Dim::Sym(_))) {
-                bail!(
-                    "--max-batch {}: input '{}' has a fixed first dimension ({}); dynamic batching needs a model whose first dimension is dynamic",
-                    args.max_batch,
-                    s.name,
-                    crate::model::shape::shape_str(&s.dims)
-                );
+                return Err(SettingError::says(
+                    Setting::MaxBatch,
+                    format!(
+                        "{}: input '{}' has a fixed first dimension ({}); dynamic batching needs a model whose first dimension is dynamic",
+                        args.max_batch,
+                        s.name,
+                        crate::model::shape::shape_str(&s.dims)
+                    ),
+                )
+                .into());
             }
         }
         for sh in &mut shapes {
@@ -260,56 +365,75 @@ pub fn config(args: &ServeSettings) -> anyhow::Result<Config> {
         max_memory_bytes,
         api_key,
         tls,
+        names: args.names,
     })
 }
 
-fn duration(v: f64, flag: &str) -> anyhow::Result<Duration> {
+fn duration(v: f64, setting: Setting) -> Result<Duration, Error> {
     Duration::try_from_secs_f64(v)
         .ok()
         .filter(|d| !d.is_zero() && v <= 7.0 * 86400.0)
-        .with_context(|| format!("{flag} {v}: seconds in (0, 604800]"))
+        .ok_or_else(|| SettingError::range(setting, v, "seconds", "(0, 604800]".into()).into())
 }
 
 /// The counts, each within its range: a count sizes threads, queues and buffers, so an
 /// absurd one must be an error here rather than an allocation failure later.
-fn check_counts(args: &ServeSettings) -> anyhow::Result<()> {
+fn check_counts(args: &ServeSettings) -> Result<(), Error> {
     let counts = [
-        ("--instances", args.instances, MAX_INSTANCES),
-        ("--max-batch", args.max_batch, MAX_BATCH),
-        ("--max-inflight", args.max_inflight, MAX_INFLIGHT),
-        ("--max-connections", args.max_connections, MAX_CONNECTIONS),
+        (Setting::Instances, args.instances, MAX_INSTANCES),
+        (Setting::MaxBatch, args.max_batch, MAX_BATCH),
+        (Setting::MaxInflight, args.max_inflight, MAX_INFLIGHT),
+        (
+            Setting::MaxConnections,
+            args.max_connections,
+            MAX_CONNECTIONS,
+        ),
     ];
-    for (flag, v, max) in counts {
+    for (setting, v, max) in counts {
         if !(1..=max).contains(&v) {
-            bail!("{flag} {v}: give a count from 1 to {max}");
+            return Err(
+                SettingError::says(setting, format!("{v}: give a count from 1 to {max}")).into(),
+            );
         }
     }
     if args.batch_timeout_us > MAX_BATCH_TIMEOUT_US {
-        bail!(
-            "--batch-timeout-us {}: at most {MAX_BATCH_TIMEOUT_US} µs (10 s)",
-            args.batch_timeout_us
-        );
+        return Err(SettingError::says(
+            Setting::BatchTimeoutUs,
+            format!(
+                "{}: at most {MAX_BATCH_TIMEOUT_US} µs (10 s)",
+                args.batch_timeout_us
+            ),
+        )
+        .into());
     }
     Ok(())
 }
 
-fn conn_limits(args: &ServeSettings) -> anyhow::Result<ConnLimits> {
+fn conn_limits(args: &ServeSettings) -> Result<ConnLimits, Error> {
     Ok(ConnLimits {
-        header_timeout: duration(args.header_timeout_s, "--header-timeout")?,
-        body_timeout: duration(args.body_timeout_s, "--body-timeout")?,
-        idle_timeout: duration(args.idle_timeout_s, "--idle-timeout")?,
+        header_timeout: duration(args.header_timeout_s, Setting::HeaderTimeout)?,
+        body_timeout: duration(args.body_timeout_s, Setting::BodyTimeout)?,
+        idle_timeout: duration(args.idle_timeout_s, Setting::IdleTimeout)?,
         max_connections: args.max_connections,
     })
 }
 
 /// The memory budget, bytes; it must hold at least one request of the largest body.
-fn memory_budget(args: &ServeSettings) -> anyhow::Result<usize> {
+fn memory_budget(args: &ServeSettings) -> Result<usize, Error> {
     if !(args.max_body_mb.is_finite() && args.max_body_mb > 0.0) {
-        bail!("--max-body-mb {}: MB above 0", args.max_body_mb);
+        return Err(SettingError::says(
+            Setting::MaxBodyMb,
+            format!("{}: MB above 0", args.max_body_mb),
+        )
+        .into());
     }
     let mb = match args.max_memory_mb {
         Some(mb) if mb.is_finite() && mb > 0.0 => mb,
-        Some(mb) => bail!("--max-memory-mb {mb}: MB above 0"),
+        Some(mb) => {
+            return Err(
+                SettingError::says(Setting::MaxMemoryMb, format!("{mb}: MB above 0")).into(),
+            );
+        }
         None => {
             use sysinfo::{MemoryRefreshKind, RefreshKind, System};
             let sys = System::new_with_specifics(
@@ -325,22 +449,24 @@ fn memory_budget(args: &ServeSettings) -> anyhow::Result<usize> {
     };
     let need = body::charge((args.max_body_mb * 1e6) as usize) as f64 / 1e6;
     if mb < need {
-        bail!(
-            "--max-memory-mb {mb}: one request of --max-body-mb {} needs {need} MB (its body and its decoded tensors); raise --max-memory-mb or lower --max-body-mb",
-            args.max_body_mb
-        );
+        return Err(Error::BudgetBelowBody {
+            memory_mb: mb,
+            body_mb: args.max_body_mb,
+            need_mb: need,
+        });
     }
     Ok((mb * 1e6) as usize)
 }
 
-fn api_key(key: Option<&str>) -> anyhow::Result<Option<auth::ApiKey>> {
+fn api_key(key: Option<&str>) -> Result<Option<auth::ApiKey>, Error> {
+    let says = |s: &str| -> Result<Option<auth::ApiKey>, Error> {
+        Err(SettingError::says(Setting::ApiKey, s).into())
+    };
     match key {
         None => Ok(None),
-        Some(k) if k.trim().is_empty() => {
-            bail!("--api-key is empty; give the token clients must send")
-        }
+        Some(k) if k.trim().is_empty() => says("is empty; give the token clients must send"),
         Some(k) if k.chars().any(|c| c.is_whitespace() || c.is_control()) => {
-            bail!("--api-key holds whitespace or control characters; a bearer token cannot")
+            says("holds whitespace or control characters; a bearer token cannot")
         }
         Some(k) => Ok(Some(auth::ApiKey::new(k))),
     }
@@ -351,18 +477,18 @@ pub struct Running {
     pub addr: SocketAddr,
     pub metrics_url: String,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
+    thread: Option<std::thread::JoinHandle<Result<(), Error>>>,
 }
 
 impl Running {
     /// Stops accepting, lets in-flight requests finish, and waits for the server to end.
-    pub fn stop(mut self) -> anyhow::Result<()> {
+    pub fn stop(mut self) -> Result<(), Error> {
         if let Some(s) = self.shutdown.take() {
             let _ = s.send(());
         }
         match self.thread.take().map(|t| t.join()) {
             Some(Ok(r)) => r,
-            Some(Err(_)) => bail!("the server thread panicked"),
+            Some(Err(_)) => Err(Error::Panicked),
             None => Ok(()),
         }
     }
@@ -378,16 +504,18 @@ impl Drop for Running {
 
 /// Starts a server on its own runtime thread (for `grade`), returning once the sessions are
 /// loaded and it is ready.
-pub fn start(cfg: Config, host: &str, port: u16) -> anyhow::Result<Running> {
-    let listener = std::net::TcpListener::bind((host, port))
-        .with_context(|| format!("cannot bind {host}:{port}"))?;
+pub fn start(cfg: Config, host: &str, port: u16) -> Result<Running, Error> {
+    let listener = std::net::TcpListener::bind((host, port)).map_err(|err| Error::Bind {
+        addr: format!("{host}:{port}"),
+        err,
+    })?;
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
     let thread = std::thread::Builder::new()
         .name("acceval-serve".into())
-        .spawn(move || -> anyhow::Result<()> {
+        .spawn(move || -> Result<(), Error> {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
@@ -409,11 +537,11 @@ pub fn start(cfg: Config, host: &str, port: u16) -> anyhow::Result<Running> {
         Ok(Err(e)) => {
             let _ = tx.send(());
             let _ = thread.join();
-            bail!("{e}")
+            Err(Error::Failed(e))
         }
         Err(_) => match thread.join() {
             Ok(Err(e)) => Err(e),
-            _ => bail!("the server ended before it was ready"),
+            _ => Err(Error::EndedEarly),
         },
     }
 }
@@ -426,7 +554,7 @@ pub async fn run_server(
     stop: impl std::future::Future<Output = ()> + Send + 'static,
     ready: Option<mpsc::Sender<Result<(), String>>>,
     verbose: bool,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     let served = Served {
         name: cfg.name.clone(),
         inputs: input_specs(&cfg.model)?,
@@ -446,6 +574,7 @@ pub async fn run_server(
         body_limits: body::BodyLimits {
             max_bytes: cfg.max_body_bytes,
             timeout: cfg.conn.body_timeout,
+            names: cfg.names,
         },
         budget: body::Budget::new(cfg.max_memory_bytes),
         api_key: cfg.api_key.clone(),
@@ -521,7 +650,7 @@ pub async fn run_server(
         let _ = t.join();
     }
     if let Some(e) = failure.lock().unwrap().take() {
-        bail!("{e}");
+        return Err(Error::Failed(e));
     }
     Ok(())
 }
@@ -652,7 +781,7 @@ fn run_batch(
     for o in &out {
         if o.data.shape().first() != Some(&max_batch) {
             return Err(format!(
-                "output '{}' has shape {:?}, not {max_batch} rows: the model cannot be batched on its first dimension (serve it without --max-batch)",
+                "output '{}' has shape {:?}, not {max_batch} rows: the model cannot be batched on its first dimension (serve it without batching)",
                 o.name,
                 o.data.shape()
             ));

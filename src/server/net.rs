@@ -1,8 +1,10 @@
 //! Which network interfaces a listening address reaches, for the warning `serve` prints when
-//! it binds beyond loopback (`--host 0`, `0.0.0.0`, `::` or a routable address).
+//! it binds beyond loopback (`0.0.0.0`, `::` or a routable address).
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
+
+use super::{Setting, SettingNames};
 
 /// A listening address that other machines may reach, with the interfaces behind it.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +43,15 @@ pub fn exposure(addr: SocketAddr, api_key: bool, tls: bool) -> Option<Exposure> 
 
 impl fmt::Display for Exposure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(Setting::field))
+    }
+}
+
+impl Exposure {
+    /// The warning, naming the settings that would close the exposure as `names` says.
+    pub fn describe(&self, names: SettingNames) -> String {
+        use fmt::Write;
+        let mut f = String::new();
         let list = if self.interfaces.is_empty() {
             "none found".to_string()
         } else {
@@ -55,23 +66,26 @@ impl fmt::Display for Exposure {
         } else {
             "beyond loopback"
         };
-        write!(f, "listening on {} reaches {what}: {list}.", self.addr)?;
-        match (self.api_key, self.tls) {
+        let tls_names = format!("{}/{}", names(Setting::TlsCert), names(Setting::TlsKey));
+        let _ = write!(f, "listening on {} reaches {what}: {list}.", self.addr);
+        let _ = match (self.api_key, self.tls) {
             (true, true) => write!(f, " Requests need the API key; traffic is TLS."),
             (true, false) => write!(
                 f,
-                " Requests need the API key, but it and the tensors cross the network in clear text (--tls-cert/--tls-key)."
+                " Requests need the API key, but it and the tensors cross the network in clear text ({tls_names})."
             ),
             (false, tls) => write!(
                 f,
-                " Anyone who reaches it can run the model: there is no authentication (--api-key){}.",
+                " Anyone who reaches it can run the model: there is no authentication ({}){}.",
+                names(Setting::ApiKey),
                 if tls {
-                    ""
+                    String::new()
                 } else {
-                    " and no TLS (--tls-cert/--tls-key)"
+                    format!(" and no TLS ({tls_names})")
                 }
             ),
-        }
+        };
+        f
     }
 }
 
@@ -91,7 +105,15 @@ mod tests {
             s.contains("every interface") && s.contains("127.0.0.1"),
             "{s}"
         );
-        assert!(s.contains("no authentication (--api-key)"), "{s}");
+        assert!(s.contains("no authentication (api_key)"), "{s}");
+        let named = e.describe(|s| {
+            if s == Setting::ApiKey {
+                "--api-key"
+            } else {
+                "?"
+            }
+        });
+        assert!(named.contains("no authentication (--api-key)"), "{named}");
         let any6 = exposure("[::]:8000".parse().unwrap(), true, true).unwrap();
         assert!(any6.interfaces.iter().any(|(_, a)| a.is_ipv4()), "{any6:?}");
         assert!(any6.to_string().contains("traffic is TLS"));

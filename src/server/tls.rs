@@ -1,11 +1,13 @@
-//! `serve --tls-cert/--tls-key`: the rustls (ring) server configuration, HTTP/1.1 only.
+//! `serve` over HTTPS: the rustls (ring) server configuration, HTTP/1.1 only.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use super::{Error, Setting};
+use crate::util::setting::SettingError;
 
 /// The server side of TLS, ready to accept connections.
 #[derive(Clone)]
@@ -18,28 +20,30 @@ impl std::fmt::Debug for Tls {
 }
 
 /// A TLS acceptor for the certificate chain and private key in these PEM files.
-pub fn acceptor(cert: &Path, key: &Path) -> anyhow::Result<Tls> {
+pub fn acceptor(cert: &Path, key: &Path) -> Result<Tls, Error> {
+    let bad_cert =
+        |why: String| Error::from(SettingError::bad(Setting::TlsCert, cert.display(), why));
     let chain: Result<Vec<CertificateDer<'static>>, _> = CertificateDer::pem_file_iter(cert)
-        .with_context(|| format!("--tls-cert '{}': cannot read it as PEM", cert.display()))?
+        .map_err(|e| bad_cert(format!("cannot read it as PEM: {e}")))?
         .collect();
-    let chain = chain.with_context(|| {
-        format!(
-            "--tls-cert '{}': not a PEM certificate file",
-            cert.display()
+    let chain = chain.map_err(|e| bad_cert(format!("not a PEM certificate file: {e}")))?;
+    if chain.is_empty() {
+        return Err(bad_cert("holds no certificate".into()));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+        SettingError::bad(
+            Setting::TlsKey,
+            key.display(),
+            format!("not a PEM private key: {e}"),
         )
     })?;
-    if chain.is_empty() {
-        bail!("--tls-cert '{}' holds no certificate", cert.display());
-    }
-    let key = PrivateKeyDer::from_pem_file(key)
-        .with_context(|| format!("--tls-key '{}': not a PEM private key", key.display()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .context("TLS protocol versions")?
+        .map_err(Error::TlsVersions)?
         .with_no_client_auth()
         .with_single_cert(chain, key)
-        .context("--tls-cert/--tls-key do not form a usable certificate and key (does the key belong to the certificate?)")?;
+        .map_err(Error::TlsPair)?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Tls(tokio_rustls::TlsAcceptor::from(Arc::new(config))))
 }

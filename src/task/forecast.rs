@@ -20,6 +20,9 @@ pub enum SeriesError {
     Read { path: String, reason: String },
     #[error("series '{path}': {reason}")]
     Invalid { path: String, reason: String },
+    /// Fewer rows than the model's window.
+    #[error("the series has {rows} rows; the model needs {steps}")]
+    TooShort { rows: usize, steps: usize },
 }
 
 /// One row of the series.
@@ -220,12 +223,12 @@ pub fn norm(rows: &[Row]) -> Norm {
 }
 
 /// The model input `[1, steps, 8]` from the last `steps` rows.
-pub fn window(rows: &[Row], steps: usize, n: &Norm) -> Result<ArrayD<f32>, String> {
+pub fn window(rows: &[Row], steps: usize, n: &Norm) -> Result<ArrayD<f32>, SeriesError> {
     if rows.len() < steps {
-        return Err(format!(
-            "the series has {} rows; the model needs {steps}",
-            rows.len()
-        ));
+        return Err(SeriesError::TooShort {
+            rows: rows.len(),
+            steps,
+        });
     }
     let w = &rows[rows.len() - steps..];
     let tau = std::f64::consts::TAU;

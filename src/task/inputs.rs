@@ -636,24 +636,24 @@ pub fn generate(set: &str) -> Option<Vec<Generated>> {
 }
 
 /// Writes set `name` into `dir/name/` with its manifest.
-pub fn write_set(name: &str, dir: &Path) -> anyhow::Result<InputManifest> {
-    let set = SETS.iter().find(|s| s.name == name).ok_or_else(|| {
-        anyhow::anyhow!(
-            "no input set '{name}'; the sets are: {}",
-            SETS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-        )
-    })?;
+pub fn write_set(name: &str, dir: &Path) -> Result<InputManifest, super::Error> {
+    let set = SETS
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| super::Error::UnknownSet {
+            name: name.to_string(),
+            sets: SETS.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+        })?;
     let files = generate(name).unwrap_or_default();
     let out = dir.join(name);
-    std::fs::create_dir_all(&out)
-        .map_err(|e| anyhow::anyhow!("cannot create '{}': {e}", out.display()))?;
+    crate::util::create_dir_all(&out)?;
     let mut manifest = InputManifest {
         set: name.to_string(),
         description: set.description.to_string(),
         files: Vec::new(),
     };
     for (file, bytes, dims) in files {
-        crate::util::fs::write_atomic(&out.join(&file), &bytes)?;
+        crate::util::fs::write_file(&out.join(&file), &bytes)?;
         manifest.files.push(InputFile {
             sha256: crate::util::fs::sha256_hex(&bytes),
             bytes: bytes.len() as u64,
@@ -662,8 +662,11 @@ pub fn write_set(name: &str, dir: &Path) -> anyhow::Result<InputManifest> {
             file,
         });
     }
-    let text = toml::to_string_pretty(&manifest)?;
-    crate::util::fs::write_atomic(&out.join("manifest.toml"), text.as_bytes())?;
+    let text = toml::to_string_pretty(&manifest).map_err(|err| super::Error::Manifest {
+        set: name.to_string(),
+        err,
+    })?;
+    crate::util::fs::write_file(&out.join("manifest.toml"), text.as_bytes())?;
     Ok(manifest)
 }
 

@@ -11,13 +11,55 @@ pub mod image;
 pub mod inputs;
 pub mod labelled;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::backend::Session;
+use crate::backend::{BackendError, Session};
 use crate::model::tensor::{HostTensor, TensorData};
 pub use crate::report::schema::Task;
 pub use crate::report::schema::run::{StageTimes, TaskOutput, TaskRun};
+
+/// Why a pipeline or an input set failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Image(#[from] image::ImageError),
+    #[error(transparent)]
+    Series(#[from] forecast::SeriesError),
+    /// A series too short for the model's window.
+    #[error("series '{label}': {err}")]
+    Window {
+        label: String,
+        err: forecast::SeriesError,
+    },
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error(transparent)]
+    Files(#[from] crate::util::Error),
+    /// A private temporary folder could not be made or written.
+    #[error("cannot use a temporary folder '{}': {err}", path.display())]
+    Temp { path: PathBuf, err: std::io::Error },
+    #[error("the model returned no output")]
+    NoOutput,
+    #[error("output '{output}' is {dtype}, not FP32")]
+    NotF32 { output: String, dtype: String },
+    /// NaN or Inf in an output: a class, a box or a forecast read from it would be an
+    /// answer the model never gave.
+    #[error(
+        "output '{output}' on '{input}' holds {nan} NaN and {inf} Inf of {values} values: the model or the backend computes garbage on this input (try the CPU backend to compare)"
+    )]
+    NotFinite {
+        output: String,
+        input: String,
+        nan: usize,
+        inf: usize,
+        values: usize,
+    },
+    #[error("no input set '{name}'; the sets are: {sets}")]
+    UnknownSet { name: String, sets: String },
+    #[error("cannot write the manifest of input set '{set}': {err}")]
+    Manifest { set: String, err: toml::ser::Error },
+}
 
 /// What a pipeline needs to know about its model.
 #[derive(Debug, Clone)]
@@ -65,7 +107,7 @@ pub fn prepare_inputs(
     task: Task,
     shape: &[usize],
     files: &[(String, Vec<u8>)],
-) -> anyhow::Result<Vec<PreparedInput>> {
+) -> Result<Vec<PreparedInput>, Error> {
     let mut out = Vec::new();
     for (name, bytes) in files {
         let sha = crate::util::fs::sha256_hex(bytes);
@@ -73,10 +115,16 @@ pub fn prepare_inputs(
             Task::Forecasting => {
                 let dir = tempfile_dir()?;
                 let csv = dir.join("series.csv");
-                std::fs::write(&csv, bytes)?;
+                std::fs::write(&csv, bytes).map_err(|err| Error::Temp {
+                    path: csv.clone(),
+                    err,
+                })?;
                 let rows = forecast::read_series(&csv);
                 let _ = std::fs::remove_dir_all(&dir);
-                let rows = rows.map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                let rows = rows.map_err(|e| Error::Window {
+                    label: name.clone(),
+                    err: e,
+                })?;
                 let n = forecast::norm(&rows);
                 for k in 0..SERIES_WINDOWS {
                     let Some(end) = rows.len().checked_sub(k * shape[1]) else {
@@ -121,7 +169,7 @@ pub fn prepare_inputs(
 }
 
 /// A fresh private folder under the system's temporary directory.
-fn tempfile_dir() -> std::io::Result<std::path::PathBuf> {
+fn tempfile_dir() -> Result<PathBuf, Error> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let d = std::env::temp_dir().join(format!(
@@ -129,7 +177,10 @@ fn tempfile_dir() -> std::io::Result<std::path::PathBuf> {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
-    std::fs::create_dir_all(&d)?;
+    std::fs::create_dir_all(&d).map_err(|err| Error::Temp {
+        path: d.clone(),
+        err,
+    })?;
     Ok(d)
 }
 
@@ -138,10 +189,10 @@ fn ms(t: Instant) -> f64 {
 }
 
 /// Runs the whole pipeline on one input file (reading it counts as decoding).
-pub fn run(session: &mut dyn Session, spec: &TaskSpec, file: &Path) -> anyhow::Result<TaskRun> {
+pub fn run(session: &mut dyn Session, spec: &TaskSpec, file: &Path) -> Result<TaskRun, Error> {
     let t = Instant::now();
     let label = file.display().to_string();
-    let bytes = std::fs::read(file).map_err(|e| anyhow::anyhow!("cannot read '{label}': {e}"))?;
+    let bytes = crate::util::read(file)?;
     let read_ms = ms(t);
     let mut r = run_bytes(session, spec, &label, &bytes)?;
     r.stages.decode_ms += read_ms;
@@ -155,32 +206,32 @@ pub fn run_bytes(
     spec: &TaskSpec,
     label: &str,
     bytes: &[u8],
-) -> anyhow::Result<TaskRun> {
+) -> Result<TaskRun, Error> {
     let mut st = StageTimes::default();
     let t0 = Instant::now();
-    let (tensor, lb, norm) = match spec.task {
+    let (tensor, post) = match spec.task {
         Task::Classification | Task::Detection => {
             let t = Instant::now();
             let img = image::decode_bytes(bytes, label)?;
             st.decode_ms = ms(t);
             let t = Instant::now();
             let (h, w) = (spec.input_shape[2] as u32, spec.input_shape[3] as u32);
-            let (x, lb) = if spec.task == Task::Detection {
+            let (x, post) = if spec.task == Task::Detection {
                 let (im, lb) = image::letterbox(&img, w.max(h));
                 (
                     image::to_nchw(&im, image::UNIT_MEAN, image::UNIT_STD),
-                    Some(lb),
+                    Post::Boxes(lb),
                 )
             } else {
                 let im =
                     image::resize_center_crop(&img, (w as f64 * 256.0 / 224.0).round() as u32, w);
                 (
                     image::to_nchw(&im, image::IMAGENET_MEAN, image::IMAGENET_STD),
-                    None,
+                    Post::Classes,
                 )
             };
             st.preprocess_ms = ms(t);
-            (x, lb, None)
+            (x, post)
         }
         Task::Forecasting => {
             let t = Instant::now();
@@ -188,10 +239,13 @@ pub fn run_bytes(
             st.decode_ms = ms(t);
             let t = Instant::now();
             let n = forecast::norm(&rows);
-            let x = forecast::window(&rows, spec.input_shape[1], &n)
-                .map_err(|e| anyhow::anyhow!("series '{label}': {e}"))?;
+            let x =
+                forecast::window(&rows, spec.input_shape[1], &n).map_err(|err| Error::Window {
+                    label: label.to_string(),
+                    err,
+                })?;
             st.preprocess_ms = ms(t);
-            (x, None, Some(n))
+            (x, Post::Forecast(n))
         }
     };
     let ran = session.timed_run(&[HostTensor {
@@ -202,40 +256,46 @@ pub fn run_bytes(
     st.copies = ran.copies;
     let outs = ran.outputs;
     let t = Instant::now();
-    let first = outs
-        .first()
-        .ok_or_else(|| anyhow::anyhow!("the model returned no output"))?;
+    let first = outs.first().ok_or(Error::NoOutput)?;
     let TensorData::F32(y) = &first.data else {
-        anyhow::bail!(
-            "output '{}' is {}, not FP32",
-            first.name,
-            first.data.dtype().name()
-        );
+        return Err(Error::NotF32 {
+            output: first.name.clone(),
+            dtype: first.data.dtype().name().to_string(),
+        });
     };
     let y: Vec<f32> = y.iter().copied().collect();
     let (nan, inf) = y.iter().fold((0usize, 0usize), |(n, i), v| {
         (n + v.is_nan() as usize, i + v.is_infinite() as usize)
     });
     if nan + inf > 0 {
-        // A class, a box or a forecast read from NaN would be an answer the model never gave.
-        anyhow::bail!(
-            "output '{}' on '{label}' holds {nan} NaN and {inf} Inf of {} values: the model or the backend computes garbage on this input (try --backend cpu to compare)",
-            first.name,
-            y.len()
-        );
+        return Err(Error::NotFinite {
+            output: first.name.clone(),
+            input: label.to_string(),
+            nan,
+            inf,
+            values: y.len(),
+        });
     }
-    let output = match spec.task {
-        Task::Classification => TaskOutput::Classes(classify::top_k(&y, spec.top_k, &spec.labels)),
-        Task::Detection => {
+    let (output, letterbox) = match post {
+        Post::Classes => (
+            TaskOutput::Classes(classify::top_k(&y, spec.top_k, &spec.labels)),
+            None,
+        ),
+        Post::Boxes(lb) => {
             let shape = first.data.shape();
             let classes = shape.get(1).copied().unwrap_or(4).saturating_sub(4);
-            let lb = lb.ok_or_else(|| anyhow::anyhow!("no letterbox"))?;
-            TaskOutput::Detections(detect::decode(&y, classes, &lb, &spec.labels, &spec.detect))
+            (
+                TaskOutput::Detections(detect::decode(
+                    &y,
+                    classes,
+                    &lb,
+                    &spec.labels,
+                    &spec.detect,
+                )),
+                Some(lb),
+            )
         }
-        Task::Forecasting => {
-            let n = norm.ok_or_else(|| anyhow::anyhow!("no normalisation"))?;
-            TaskOutput::ForecastMw(forecast::denormalise(&y, &n))
-        }
+        Post::Forecast(n) => (TaskOutput::ForecastMw(forecast::denormalise(&y, &n)), None),
     };
     st.postprocess_ms = ms(t);
     st.total_ms = ms(t0);
@@ -243,6 +303,13 @@ pub fn run_bytes(
         input: label.to_string(),
         stages: st,
         output,
-        letterbox: lb,
+        letterbox,
     })
+}
+
+/// What the post-processing needs from the pre-processing.
+enum Post {
+    Classes,
+    Boxes(image::Letterbox),
+    Forecast(forecast::Norm),
 }

@@ -31,16 +31,15 @@ pub struct RunResult {
 }
 
 /// The candle device of `d`: CUDA only when compiled with it.
-pub fn device(d: super::TrainDevice) -> anyhow::Result<Device> {
+pub fn device(d: super::TrainDevice) -> Result<Device, super::Error> {
     match d {
         super::TrainDevice::Cpu => Ok(Device::Cpu),
         super::TrainDevice::Cuda(ordinal) => {
+            let device = format!("candle:cuda@{ordinal}");
             if !cfg!(feature = "candle-cuda") {
-                anyhow::bail!(
-                    "candle:cuda@{ordinal}: acceval was not compiled with CUDA for training; rebuild on a CUDA host with `cargo build --release --features candle-cuda`"
-                );
+                return Err(super::Error::NoCuda { device });
             }
-            Device::new_cuda(ordinal).map_err(|e| anyhow::anyhow!("candle:cuda@{ordinal}: {e}"))
+            Device::new_cuda(ordinal).map_err(|err| super::Error::Device { device, err })
         }
     }
 }
@@ -120,7 +119,7 @@ fn train_epoch(
     batch: usize,
     progress: &Progress,
     stop: &AtomicBool,
-) -> anyhow::Result<EpochSteps> {
+) -> Result<EpochSteps, super::Error> {
     let mut order: Vec<usize> = (0..w.train_len()).collect();
     shuffle(&mut order, s.seed.wrapping_add(e as u64));
     let mut out = EpochSteps {
@@ -145,7 +144,7 @@ fn train_epoch(
         let l = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
         if !l.is_finite() {
             out.error = Some(Cut::Failed(format!(
-                "the loss is {l} in epoch {e}: lower --lr"
+                "the loss is {l} in epoch {e}: lower the learning rate"
             )));
             break;
         }
@@ -165,7 +164,7 @@ fn graph_and_optimizer(
     w: &dyn Workload,
     dev: &Device,
     dt: DType,
-) -> anyhow::Result<(Graph, AdamW)> {
+) -> Result<(Graph, AdamW), super::Error> {
     let graph = Graph::new(&w.model(), dev, dt, None)?;
     let opt = AdamW::new(
         graph.vars(),
@@ -186,7 +185,7 @@ pub fn run_once(
     clock: &super::Clock,
     progress: &Progress,
     stop: &AtomicBool,
-) -> anyhow::Result<RunResult> {
+) -> Result<RunResult, super::Error> {
     let dt = dtype(&s.precision);
     let mut log = Log::default();
     log.start("init_start", &[]);
@@ -236,7 +235,7 @@ pub fn run_once(
         if !(e % s.eval_every.max(1) == 0 || e == s.epochs) {
             epochs.push(window, samples, loss, None);
             progress.note(format!(
-                "epoch {e}: {:.2} s, loss {:.5} (no evaluation: --eval-every {})",
+                "epoch {e}: {:.2} s, loss {:.5} (no evaluation: every {} epochs)",
                 (end - t_epoch).as_secs_f64(),
                 loss.unwrap_or(f64::NAN),
                 s.eval_every
@@ -312,7 +311,7 @@ pub fn peak_sweep(
     dev: &Device,
     clock: &super::Clock,
     stop: &AtomicBool,
-) -> anyhow::Result<(Vec<SweepStep>, String)> {
+) -> Result<(Vec<SweepStep>, String), super::Error> {
     let dt = dtype(&s.precision);
     let (graph, mut opt) = graph_and_optimizer(s, w, dev, dt)?;
     let base = s.batch.unwrap_or(w.default_batch());
@@ -335,7 +334,7 @@ pub fn peak_sweep(
             );
         }
         let idx = &order[..batch];
-        let step = |opt: &mut AdamW| -> anyhow::Result<()> {
+        let step = |opt: &mut AdamW| -> candle_core::Result<()> {
             let b = w.batch(idx, dev, dt)?;
             let loss = w.loss(&graph, &b)?;
             optimizer_step(opt, &graph, &loss, w.max_grad_norm())?;

@@ -25,7 +25,7 @@ pub struct Images {
 }
 
 /// Generates, encodes (JPEG, as the set's files), decodes and pre-processes close-ups.
-fn images(split: &str, idx: &[usize], size: usize) -> anyhow::Result<Images> {
+fn images(split: &str, idx: &[usize], size: usize) -> std::result::Result<Images, super::Error> {
     let mut x = Vec::with_capacity(idx.len() * 3 * size * size);
     let mut y = Vec::with_capacity(idx.len());
     let mut hasher = super::workload::SplitHash::default();
@@ -56,7 +56,7 @@ pub struct Substation {
 }
 
 impl Substation {
-    pub fn new(o: &WorkloadOptions) -> anyhow::Result<Substation> {
+    pub fn new(o: &WorkloadOptions) -> std::result::Result<Substation, super::Error> {
         let size = o.image_size.unwrap_or(ZOO_SIZE);
         let train = images(
             "train",

@@ -32,7 +32,11 @@ struct Scene {
     content_y: (f64, f64),
 }
 
-fn scenes(split: &str, idx: &[usize], hash: &mut SplitHash) -> anyhow::Result<Vec<Scene>> {
+fn scenes(
+    split: &str,
+    idx: &[usize],
+    hash: &mut SplitHash,
+) -> std::result::Result<Vec<Scene>, super::Error> {
     let mut out = Vec::new();
     for &k in idx {
         let (jpg, boxes) = line_sample(split, k);
@@ -97,12 +101,14 @@ pub fn graph_at(size: usize) -> ModelProto {
 }
 
 impl LineDetect {
-    pub fn new(o: &WorkloadOptions) -> anyhow::Result<LineDetect> {
+    pub fn new(o: &WorkloadOptions) -> std::result::Result<LineDetect, super::Error> {
         let size = o.image_size.unwrap_or(160);
         if !size.is_multiple_of(32) || size > ZOO_SIZE {
-            anyhow::bail!(
-                "--image-size {size}: YOLOv8 crops must be a multiple of 32, at most {ZOO_SIZE}"
-            );
+            return Err(crate::util::setting::SettingError::says(
+                super::Setting::ImageSize,
+                format!("{size}: YOLOv8 crops must be a multiple of 32, at most {ZOO_SIZE}"),
+            )
+            .into());
         }
         let (mut ht, mut hh) = (SplitHash::default(), SplitHash::default());
         let train = scenes(

@@ -124,9 +124,12 @@ pub fn run(
     argv: &[String],
     progress: &Progress,
     stop: &AtomicBool,
-) -> anyhow::Result<TrainReport> {
+) -> Result<TrainReport, super::Error> {
     let (program, args) = argv.split_first().ok_or_else(|| {
-        anyhow::anyhow!("--exec needs a command: acceval train --exec -- CMD ARGS...")
+        crate::util::setting::SettingError::says(
+            super::Setting::Exec,
+            "needs a command: CMD ARGS...",
+        )
     })?;
     let (sampler, sensors, clock) = super::start_telemetry(&s.telemetry);
     let ts = Instant::now();
@@ -137,11 +140,11 @@ pub fn run(
         .stdout(Stdio::piped())
         .stdin(Stdio::null())
         .spawn()
-        .map_err(|e| anyhow::anyhow!("--exec: cannot start '{program}': {e}"))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| anyhow::anyhow!("no stdout pipe"))?;
+        .map_err(|err| super::Error::Start {
+            program: program.clone(),
+            err,
+        })?;
+    let stdout = child.stdout.take().ok_or(super::Error::NoStdout)?;
     let mut events = Vec::new();
     let mut bad = 0usize;
     let mut interrupted = false;
@@ -169,7 +172,7 @@ pub fn run(
             let _ = child.kill();
         }
     }
-    let status = child.wait()?;
+    let status = child.wait().map_err(super::Error::Wait)?;
     let total_s = ts.elapsed().as_secs_f64();
     let recording = sampler.map(|x| x.stop());
     let mut p = parse_events(&events, s.target.as_ref());

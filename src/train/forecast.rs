@@ -29,8 +29,8 @@ pub struct LoadForecast {
     data: Vec<DataRef>,
 }
 
-fn rows_of(name: &str, bytes: &[u8]) -> anyhow::Result<Vec<Row>> {
-    forecast::parse_series(bytes, name).map_err(|e| anyhow::anyhow!("{e}"))
+fn rows_of(name: &str, bytes: &[u8]) -> std::result::Result<Vec<Row>, super::Error> {
+    Ok(forecast::parse_series(bytes, name)?)
 }
 
 /// (inputs, targets) of the windows ending at `ends` (normalised with `n`).
@@ -38,11 +38,11 @@ fn windows(
     rows: &[Row],
     ends: &[usize],
     n: &forecast::Norm,
-) -> anyhow::Result<(Vec<f32>, Vec<f32>)> {
+) -> std::result::Result<(Vec<f32>, Vec<f32>), super::Error> {
     let mut x = Vec::with_capacity(ends.len() * STEPS * FEATURES);
     let mut y = Vec::with_capacity(ends.len() * HORIZON);
     for &end in ends {
-        let w = forecast::window(&rows[..end], STEPS, n).map_err(|e| anyhow::anyhow!(e))?;
+        let w = forecast::window(&rows[..end], STEPS, n)?;
         x.extend(w.iter().copied());
         y.extend(
             rows[end..end + HORIZON]
@@ -54,9 +54,9 @@ fn windows(
 }
 
 impl LoadForecast {
-    pub fn new(o: &WorkloadOptions) -> anyhow::Result<LoadForecast> {
+    pub fn new(o: &WorkloadOptions) -> std::result::Result<LoadForecast, super::Error> {
         let files = crate::task::inputs::generate("load-series-train")
-            .ok_or_else(|| anyhow::anyhow!("no input set 'load-series-train'"))?;
+            .ok_or(super::Error::NoInputSet("load-series-train"))?;
         let train = rows_of(&files[0].0, &files[0].1)?;
         let heldout = rows_of(&files[1].0, &files[1].1)?;
         let norm = forecast::norm(&train);

@@ -36,6 +36,79 @@ use crate::util::progress::Progress;
 use crate::util::signal::Cut;
 use timing::Window;
 
+/// A setting of a training ([`TrainSettings`]), by the field that holds it (the CLI shows
+/// its flag, `grade` its profile's `[train]` key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// The built-in workload's name.
+    Workload,
+    /// The lab's command line.
+    Exec,
+    Precision,
+    /// The image side the image workloads train at.
+    ImageSize,
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Setting::Workload => "workload",
+            Setting::Exec => "exec",
+            Setting::Precision => "precision",
+            Setting::ImageSize => "image_size",
+        })
+    }
+}
+
+/// Why a training could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Setting(#[from] crate::util::setting::SettingError<Setting>),
+    #[error(
+        "{device}: acceval was not compiled with CUDA for training; rebuild on a CUDA host with `cargo build --release --features candle-cuda`"
+    )]
+    NoCuda { device: String },
+    #[error("{device}: {err}")]
+    Device {
+        device: String,
+        err: candle_core::Error,
+    },
+    /// A tensor operation of the trainer failed.
+    #[error(transparent)]
+    Candle(#[from] candle_core::Error),
+    #[error("cannot start '{program}': {err}")]
+    Start {
+        program: String,
+        err: std::io::Error,
+    },
+    #[error("the training process gave no stdout pipe")]
+    NoStdout,
+    #[error("waiting for the training process: {0}")]
+    Wait(std::io::Error),
+    #[error("no input set '{0}'")]
+    NoInputSet(&'static str),
+    #[error("no zoo model '{0}'")]
+    NoZooModel(String),
+    #[error("cannot write '{}': {err}", path.display())]
+    SaveWeights {
+        path: PathBuf,
+        err: candle_core::Error,
+    },
+    #[error("cannot write the training record: {0}")]
+    Record(toml::ser::Error),
+    #[error(transparent)]
+    Task(#[from] crate::task::Error),
+    #[error(transparent)]
+    Series(#[from] crate::task::forecast::SeriesError),
+    #[error(transparent)]
+    Image(#[from] crate::task::image::ImageError),
+    #[error(transparent)]
+    Zoo(#[from] crate::zoo::Error),
+    #[error(transparent)]
+    Files(#[from] crate::util::Error),
+}
+
 /// What to train.
 #[derive(Debug, Clone)]
 pub enum Source {
@@ -144,14 +217,14 @@ pub fn run(
     s: &TrainSettings,
     progress: &Progress,
     stop: &AtomicBool,
-) -> anyhow::Result<TrainReport> {
+) -> Result<TrainReport, Error> {
     match &s.source {
         Source::Builtin(name) => run_builtin(s, name, progress, stop),
         Source::Exec(argv) => exec::run(s, argv, progress, stop),
     }
 }
 
-/// The sensors and a started sampler (or none with `--sample-ms 0`).
+/// The sensors and a started sampler (or none when `sample_ms` is 0).
 pub fn start_telemetry(
     t: &TelemetrySettings,
 ) -> (Option<telemetry::Sampler>, Vec<SensorStatus>, Clock) {
@@ -200,13 +273,17 @@ fn run_builtin(
     name: &str,
     progress: &Progress,
     stop: &AtomicBool,
-) -> anyhow::Result<TrainReport> {
+) -> Result<TrainReport, Error> {
     let dev = builtin::device(s.device)?;
     let precisions = precision_support(&dev);
     if let Some(p) = precisions.iter().find(|p| p.precision == s.precision)
         && !p.status.is_available()
     {
-        anyhow::bail!("--precision {}: {}", s.precision, p.status);
+        return Err(crate::util::setting::SettingError::says(
+            Setting::Precision,
+            format!("{}: {}", s.precision, p.status),
+        )
+        .into());
     }
     let mut runs = Vec::new();
     let mut last = None;
@@ -244,8 +321,8 @@ fn run_builtin(
         report.peak_power_sweep_stop = Some(end);
     }
     report.precisions = precisions;
-    // candle's CPU kernels and its matrix products run on RAYON_NUM_THREADS threads
-    // (`--threads`), else one per core.
+    // candle's CPU kernels and its matrix products run on RAYON_NUM_THREADS threads, else
+    // one per core.
     report.device = format!(
         "{} ({} thread(s))",
         format!("{dev:?}").to_lowercase(),
@@ -290,25 +367,28 @@ fn save(
     s: &TrainSettings,
     w: &dyn workload::Workload,
     r: &builtin::RunResult,
-) -> anyhow::Result<Vec<String>> {
+) -> Result<Vec<String>, Error> {
     let mut files = Vec::new();
     let weights = r.graph.weights()?;
     if let Some(p) = &s.save_weights {
         if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(d)?;
+            crate::util::create_dir_all(d)?;
         }
-        candle_core::safetensors::save(&weights, p)
-            .map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", p.display()))?;
+        candle_core::safetensors::save(&weights, p).map_err(|err| Error::SaveWeights {
+            path: p.clone(),
+            err,
+        })?;
         files.push(p.display().to_string());
-        let rec = record(s, w, r, &std::fs::read(p)?);
+        let rec = record(s, w, r, &crate::util::read(p)?);
         let q = p.with_extension("toml");
-        crate::util::fs::write_file(&q, toml::to_string_pretty(&rec)?.as_bytes())?;
+        let text = toml::to_string_pretty(&rec).map_err(Error::Record)?;
+        crate::util::fs::write_file(&q, text.as_bytes())?;
         files.push(q.display().to_string());
     }
     if let Some(p) = &s.export_onnx {
         let trained = crate::zoo::weights_from_tensors(&weights)?;
         let (e, _) = crate::zoo::parse_name(w.zoo_name())
-            .ok_or_else(|| anyhow::anyhow!("no zoo model '{}'", w.zoo_name()))?;
+            .ok_or_else(|| Error::NoZooModel(w.zoo_name().to_string()))?;
         let bytes = crate::zoo::build_with(&e, crate::zoo::Precision::Fp32, Some(&trained));
         crate::util::fs::write_file(p, &bytes)?;
         files.push(p.display().to_string());
@@ -468,7 +548,7 @@ pub fn fill_figures(r: &mut TrainReport, f: Figures) {
         let why = if r.target.is_some() {
             "the target was not reached"
         } else {
-            "no --target given"
+            "no target given"
         };
         r.time_to_target_s = Measured::na(why);
         r.epochs_to_target = Measured::na(why);
@@ -502,8 +582,8 @@ pub fn blank_report(s: &TrainSettings, mode: TrainMode, workload: String) -> Tra
         throughput_samples_per_s: Measured::na("no epoch"),
         throughput_mb_per_s: Measured::na("no epoch"),
         target: s.target.clone(),
-        time_to_target_s: Measured::na("no --target given"),
-        epochs_to_target: Measured::na("no --target given"),
+        time_to_target_s: Measured::na("no target given"),
+        epochs_to_target: Measured::na("no target given"),
         power_w: TrainPower {
             average: Measured::na("no epoch"),
             peak: Measured::na("no epoch"),

@@ -111,11 +111,11 @@ pub fn epoch_telemetry(
     let Some(r) = r else {
         return EpochTelemetry {
             utilization: EpochUtilization {
-                mean: Measured::na("telemetry is off (--sample-ms 0)"),
-                max: Measured::na("telemetry is off (--sample-ms 0)"),
+                mean: Measured::na("telemetry is off (sample_ms 0)"),
+                max: Measured::na("telemetry is off (sample_ms 0)"),
                 n: 0,
             },
-            energy_j: Measured::na("telemetry is off (--sample-ms 0)"),
+            energy_j: Measured::na("telemetry is off (sample_ms 0)"),
             peak_power_w: None,
         };
     };

@@ -65,15 +65,22 @@ pub struct WorkloadOptions {
 }
 
 /// The workload `name`.
-pub fn workload(name: &str, o: &WorkloadOptions) -> anyhow::Result<Box<dyn Workload>> {
+pub fn workload(
+    name: &str,
+    o: &WorkloadOptions,
+) -> std::result::Result<Box<dyn Workload>, super::Error> {
     match name {
         "lstm-load-forecast" => Ok(Box::new(super::forecast::LoadForecast::new(o)?)),
         "mobilenetv2-meter" => Ok(Box::new(super::classify::Substation::new(o)?)),
         "yolov8n-line" => Ok(Box::new(super::detect::LineDetect::new(o)?)),
-        _ => anyhow::bail!(
-            "--workload '{name}' is not a built-in workload; they are: {}",
-            WORKLOADS.join(", ")
-        ),
+        _ => Err(crate::util::setting::SettingError::says(
+            super::Setting::Workload,
+            format!(
+                "'{name}' is not a built-in workload; they are: {}",
+                WORKLOADS.join(", ")
+            ),
+        )
+        .into()),
     }
 }
 

@@ -11,6 +11,8 @@
 
 use std::sync::OnceLock;
 
+use super::Error;
+
 /// What was pinned: the device index the command line named and the environment set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pin {
@@ -32,25 +34,24 @@ fn original_visible() -> Option<String> {
 /// The NVML index (what telemetry and `devices` number GPUs by) of CUDA device `n` as
 /// `--backend cuda@n` / `ort:cuda@n` name it: the nth entry of `CUDA_VISIBLE_DEVICES` when
 /// the environment restricts the devices, else `n`.
-pub fn nvml_index(n: u32) -> Result<u32, String> {
+pub fn nvml_index(n: u32) -> Result<u32, Error> {
     nvml_index_in(n, original_visible().as_deref())
 }
 
-fn nvml_index_in(n: u32, visible: Option<&str>) -> Result<u32, String> {
+fn nvml_index_in(n: u32, visible: Option<&str>) -> Result<u32, Error> {
     let Some(list) = visible else {
         return Ok(n);
     };
     let entries: Vec<&str> = list.split(',').map(str::trim).collect();
-    let e = entries.get(n as usize).ok_or_else(|| {
-        format!(
-            "CUDA device {n}: CUDA_VISIBLE_DEVICES={list} makes {} visible",
-            entries.len()
-        )
+    let e = entries.get(n as usize).ok_or_else(|| Error::NotVisible {
+        device: n,
+        list: list.to_string(),
+        count: entries.len(),
     })?;
-    e.parse().map_err(|_| {
-        format!(
-            "CUDA_VISIBLE_DEVICES={list} names GPU {n} as '{e}' (a UUID or MIG instance); acceval matches CUDA devices to NVML's by index: set it to indices (e.g. 0,1)"
-        )
+    e.parse().map_err(|_| Error::NotAnIndex {
+        device: n,
+        list: list.to_string(),
+        entry: e.to_string(),
     })
 }
 
@@ -87,7 +88,7 @@ fn cuda_devices(args: &[String]) -> Vec<usize> {
 
 /// The pin for `args` given the current `CUDA_VISIBLE_DEVICES`; `None` when no
 /// `cuda@N` with N > 0 is named.
-pub fn plan(args: &[String], visible: Option<&str>) -> Result<Option<Pin>, String> {
+pub fn plan(args: &[String], visible: Option<&str>) -> Result<Option<Pin>, Error> {
     let mut devs = cuda_devices(args);
     devs.sort_unstable();
     devs.dedup();
@@ -97,13 +98,14 @@ pub fn plan(args: &[String], visible: Option<&str>) -> Result<Option<Pin>, Strin
             let visible_devices = match visible.map(str::trim).filter(|v| !v.is_empty()) {
                 Some(list) => {
                     let entries: Vec<&str> = list.split(',').map(str::trim).collect();
-                    entries.get(*d).map(|e| e.to_string()).ok_or_else(|| {
-                        format!(
-                            "cuda@{d}: CUDA_VISIBLE_DEVICES={list} makes {} device(s) visible, numbered from 0: use cuda@0..cuda@{}",
-                            entries.len(),
-                            entries.len().saturating_sub(1)
-                        )
-                    })?
+                    entries
+                        .get(*d)
+                        .map(|e| e.to_string())
+                        .ok_or_else(|| Error::PinNotVisible {
+                            device: *d,
+                            list: list.to_string(),
+                            count: entries.len(),
+                        })?
                 }
                 None => d.to_string(),
             };
@@ -112,19 +114,15 @@ pub fn plan(args: &[String], visible: Option<&str>) -> Result<Option<Pin>, Strin
                 visible_devices,
             }))
         }
-        many => Err(format!(
-            "tract's CUDA runtime uses one GPU per process, and the command line names {}: run one acceval per GPU",
-            many.iter()
-                .map(|d| format!("cuda@{d}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        many => Err(Error::ManyCudaDevices {
+            devices: many.to_vec(),
+        }),
     }
 }
 
 /// Sets the environment for `cuda@N`. Call first thing in `main`, before any thread starts
 /// (setting the environment is sound only while no other thread reads it).
-pub fn pin_from_args() -> Result<(), String> {
+pub fn pin_from_args() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().collect();
     let visible = original_visible();
     let pin = plan(&args, visible.as_deref())?;
@@ -152,9 +150,15 @@ mod tests {
 
     #[test]
     fn cuda_at_n_pins_the_nth_visible_device() {
-        assert_eq!(plan(&a("acceval run --backend cpu"), None), Ok(None));
-        assert_eq!(plan(&a("acceval run --backend cuda@0"), None), Ok(None));
-        assert_eq!(plan(&a("acceval run --backend ort:cuda@1"), None), Ok(None));
+        assert_eq!(plan(&a("acceval run --backend cpu"), None).unwrap(), None);
+        assert_eq!(
+            plan(&a("acceval run --backend cuda@0"), None).unwrap(),
+            None
+        );
+        assert_eq!(
+            plan(&a("acceval run --backend ort:cuda@1"), None).unwrap(),
+            None
+        );
         let p = plan(&a("acceval run --backend cuda@1"), None)
             .unwrap()
             .unwrap();
@@ -166,11 +170,13 @@ mod tests {
         assert!(
             plan(&a("acceval run --backend cuda@2"), Some("4,6"))
                 .unwrap_err()
+                .to_string()
                 .contains("cuda@0..cuda@1")
         );
         assert!(
             plan(&a("x --backend cuda@1 --backend cuda@2"), None)
                 .unwrap_err()
+                .to_string()
                 .contains("one GPU per process")
         );
     }

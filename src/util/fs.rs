@@ -26,8 +26,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// [`write_atomic`] with an error that names the file.
-pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    write_atomic(path, bytes).map_err(|e| anyhow::anyhow!("cannot write '{}': {e}", path.display()))
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), super::Error> {
+    write_atomic(path, bytes).map_err(super::Error::write(path))
 }
 
 /// Lower-case hex SHA-256 of `bytes`.

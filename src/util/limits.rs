@@ -5,6 +5,8 @@
 //! that large would abort the process (Rust aborts on allocation failure) instead of failing
 //! cleanly, so it is refused up front with the value, the limit and what to do.
 
+use super::Error;
+
 /// The most bytes one tensor may take.
 pub fn max_tensor_bytes() -> u64 {
     if let Some(v) = std::env::var("ACCEVAL_MAX_TENSOR_BYTES")
@@ -25,21 +27,29 @@ pub fn available_bytes() -> Option<u64> {
 }
 
 /// Bytes of `dims` elements of `elem_bytes` each, or why it is too large.
-pub fn tensor_bytes(what: &str, dims: &[usize], elem_bytes: usize) -> Result<u64, String> {
+pub fn tensor_bytes(what: &str, dims: &[usize], elem_bytes: usize) -> Result<u64, Error> {
     let mut n: u64 = 1;
     for &d in dims {
-        n = n.checked_mul(d as u64).ok_or_else(|| {
-            format!("{what}: the shape {dims:?} has more elements than can be counted")
+        n = n.checked_mul(d as u64).ok_or_else(|| Error::Uncountable {
+            what: what.to_string(),
+            dims: dims.to_vec(),
         })?;
     }
-    let bytes = n.checked_mul(elem_bytes as u64).ok_or_else(|| {
-        format!("{what}: {n} elements of {elem_bytes} bytes overflow a byte count")
-    })?;
+    let bytes = n
+        .checked_mul(elem_bytes as u64)
+        .ok_or_else(|| Error::ByteOverflow {
+            what: what.to_string(),
+            elements: n,
+            elem_bytes,
+        })?;
     let limit = max_tensor_bytes();
     if bytes > limit {
-        return Err(format!(
-            "{what}: shape {dims:?} needs {bytes} bytes, more than the {limit} bytes one tensor may take here (half the available memory; ACCEVAL_MAX_TENSOR_BYTES sets it): use a smaller shape"
-        ));
+        return Err(Error::OverBudget {
+            what: what.to_string(),
+            dims: dims.to_vec(),
+            bytes,
+            limit,
+        });
     }
     Ok(bytes)
 }
@@ -52,7 +62,7 @@ mod tests {
     fn overflow_and_budget() {
         assert!(tensor_bytes("x", &[1 << 32, 1 << 32, 16], 4).is_err());
         assert!(tensor_bytes("x", &[1_000_000, 1_000_000], 4).is_err());
-        assert_eq!(tensor_bytes("x", &[2, 3], 4), Ok(24));
+        assert_eq!(tensor_bytes("x", &[2, 3], 4).unwrap(), 24);
         assert!(max_tensor_bytes() > 0);
     }
 }

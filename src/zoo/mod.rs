@@ -4,7 +4,8 @@
 //! SHA-256 on every machine; `models/zoo.toml` records each file's hash, parameters and
 //! MACs, and `zoo build` refuses to write a model whose hash differs from the manifest.
 //! Files over 5 MB are not committed: they are built on demand, automatically the first
-//! time a command names them (`--model resnet50-substation`).
+//! time a command names them (`resnet50-substation`). [`Error`] says why a model, its
+//! weights or the manifest could not be had.
 
 pub mod arch;
 pub mod net;
@@ -15,6 +16,50 @@ use std::path::{Path, PathBuf};
 use prost::Message;
 
 use crate::model::onnx::{DataType, ModelProto};
+
+/// Why a zoo model, its weights or its manifest could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read weights '{}': {err}", path.display())]
+    Weights {
+        path: PathBuf,
+        err: Box<candle_core::Error>,
+    },
+    #[error("weight '{name}': {err}")]
+    Weight {
+        name: String,
+        err: Box<candle_core::Error>,
+    },
+    #[error("cannot read the zoo manifest '{}': {err}", path.display())]
+    ManifestRead { path: PathBuf, err: std::io::Error },
+    #[error("'{}' is not a valid zoo manifest: {err}", path.display())]
+    ManifestParse {
+        path: PathBuf,
+        err: Box<toml::de::Error>,
+    },
+    #[error(
+        "'{name}' has no entry in the zoo manifest; run `acceval zoo build --update-manifest {name}`"
+    )]
+    NotInManifest { name: String },
+    #[error(
+        "'{name}' built with SHA-256 {sha}, but models/zoo.toml records {recorded}: model generation is not reproducible on this machine (or the manifest is stale); report it with `acceval devices --json`"
+    )]
+    NotReproducible {
+        name: String,
+        sha: String,
+        recorded: String,
+    },
+    #[error("model '{name}' is neither a file nor a zoo model; the zoo has: {known}")]
+    Unknown { name: String, known: String },
+    #[error("no input set '{0}'")]
+    NoInputSet(String),
+    #[error(transparent)]
+    Files(#[from] crate::util::Error),
+    #[error(transparent)]
+    Analyse(#[from] crate::model::AnalyseError),
+    #[error(transparent)]
+    Task(#[from] crate::task::Error),
+}
 
 pub use crate::report::schema::zoo::{Manifest, ManifestModel};
 pub use crate::report::schema::{Precision, Task};
@@ -75,23 +120,30 @@ pub fn weights_path(name: &str) -> PathBuf {
 }
 
 /// Reads trained weights (safetensors; FP32 tensors by initializer name).
-pub fn read_weights(path: &Path) -> anyhow::Result<Trained> {
-    let t = candle_core::safetensors::load(path, &candle_core::Device::Cpu)
-        .map_err(|e| anyhow::anyhow!("cannot read weights '{}': {e}", path.display()))?;
+pub fn read_weights(path: &Path) -> Result<Trained, Error> {
+    let t = candle_core::safetensors::load(path, &candle_core::Device::Cpu).map_err(|err| {
+        Error::Weights {
+            path: path.to_path_buf(),
+            err: Box::new(err),
+        }
+    })?;
     weights_from_tensors(&t)
 }
 
 /// Tensors (any float type) → FP32 values by name.
 pub fn weights_from_tensors(
     t: &std::collections::HashMap<String, candle_core::Tensor>,
-) -> anyhow::Result<Trained> {
+) -> Result<Trained, Error> {
     let mut out = Trained::new();
     for (name, x) in t {
         let v: Vec<f32> = x
             .to_dtype(candle_core::DType::F32)
             .and_then(|x| x.flatten_all())
             .and_then(|x| x.to_vec1())
-            .map_err(|e| anyhow::anyhow!("weight '{name}': {e}"))?;
+            .map_err(|err| Error::Weight {
+                name: name.clone(),
+                err: Box::new(err),
+            })?;
         out.insert(name.clone(), v);
     }
     Ok(out)
@@ -270,12 +322,15 @@ pub const ZOO_VERSION: u32 = 1;
 pub const COMMIT_LIMIT_BYTES: u64 = 5_000_000;
 
 impl Manifest {
-    pub fn read(path: &Path) -> anyhow::Result<Manifest> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            anyhow::anyhow!("cannot read the zoo manifest '{}': {e}", path.display())
+    pub fn read(path: &Path) -> Result<Manifest, Error> {
+        let text = std::fs::read_to_string(path).map_err(|err| Error::ManifestRead {
+            path: path.to_path_buf(),
+            err,
         })?;
-        toml::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("'{}' is not a valid zoo manifest: {e}", path.display()))
+        toml::from_str(&text).map_err(|err| Error::ManifestParse {
+            path: path.to_path_buf(),
+            err: Box::new(err),
+        })
     }
     pub fn find(&self, name: &str) -> Option<&ManifestModel> {
         self.models.iter().find(|m| m.name == name)
@@ -304,27 +359,26 @@ pub fn build_to(
     dir: &Path,
     expected: Option<&ManifestModel>,
     update: bool,
-) -> anyhow::Result<ManifestModel> {
+) -> Result<ManifestModel, Error> {
     let name = format!("{}{}", e.name, p.suffix());
     let bytes = build(e, p);
     let sha = crate::util::fs::sha256_hex(&bytes);
     if !update {
         match expected {
-            None => anyhow::bail!(
-                "'{name}' has no entry in the zoo manifest; run `acceval zoo build --update-manifest {name}`"
-            ),
-            Some(m) if m.sha256 != sha => anyhow::bail!(
-                "'{name}' built with SHA-256 {sha}, but models/zoo.toml records {}: model generation is not reproducible on this machine (or the manifest is stale); report it with `acceval devices --json`",
-                m.sha256
-            ),
+            None => return Err(Error::NotInManifest { name }),
+            Some(m) if m.sha256 != sha => {
+                return Err(Error::NotReproducible {
+                    name,
+                    sha,
+                    recorded: m.sha256.clone(),
+                });
+            }
             Some(_) => {}
         }
     }
-    std::fs::create_dir_all(dir)
-        .map_err(|err| anyhow::anyhow!("cannot create '{}': {err}", dir.display()))?;
+    crate::util::create_dir_all(dir)?;
     let path = dir.join(format!("{name}.onnx"));
-    crate::util::fs::write_atomic(&path, &bytes)
-        .map_err(|err| anyhow::anyhow!("cannot write '{}': {err}", path.display()))?;
+    crate::util::fs::write_file(&path, &bytes)?;
     let a = crate::model::analyse(&path, &[])?;
     Ok(ManifestModel {
         name: name.clone(),
@@ -357,10 +411,10 @@ pub fn training_record(e: &Entry) -> Option<crate::report::schema::zoo::Training
     (rec.weights_sha256 == sha).then_some(rec)
 }
 
-/// The file for `--model ARG`: the path itself when it exists; for a zoo name
+/// The file for a model argument: the path itself when it exists; for a zoo name
 /// (`resnet50-substation`, `…-fp16`), the model in `models/`, built (and checked against
 /// the manifest) the first time it is needed.
-pub fn resolve(arg: &Path) -> anyhow::Result<PathBuf> {
+pub fn resolve(arg: &Path) -> Result<PathBuf, Error> {
     if arg.exists() {
         return Ok(arg.to_path_buf());
     }
@@ -373,10 +427,10 @@ pub fn resolve(arg: &Path) -> anyhow::Result<PathBuf> {
     };
     let name = name.as_str();
     let Some((entry, precision)) = parse_name(name) else {
-        anyhow::bail!(
-            "model '{name}' is neither a file nor a zoo model; the zoo has: {}",
-            all_names().join(", ")
-        );
+        return Err(Error::Unknown {
+            name: name.to_string(),
+            known: all_names().join(", "),
+        });
     };
     let dir = crate::util::paths::models_dir();
     let path = dir.join(format!("{name}.onnx"));
@@ -493,12 +547,12 @@ fn calibration_inputs(e: &Entry, shape: &[usize], trained: bool) -> Vec<ndarray:
 
 /// The entry's whole input set, pre-processed as its task pipeline does (every image; 8
 /// windows of the series): the inputs of its references (`acceval reference`).
-pub fn input_set_tensors(e: &Entry) -> anyhow::Result<Vec<crate::task::PreparedInput>> {
+pub fn input_set_tensors(e: &Entry) -> Result<Vec<crate::task::PreparedInput>, Error> {
     let files: Vec<(String, Vec<u8>)> = crate::task::inputs::generate(e.input_set)
-        .ok_or_else(|| anyhow::anyhow!("no input set '{}'", e.input_set))?
+        .ok_or_else(|| Error::NoInputSet(e.input_set.to_string()))?
         .into_iter()
         .map(|(name, bytes, _)| (name, bytes))
         .collect();
     let shape: Vec<usize> = e.input_shape.iter().map(|&d| d as usize).collect();
-    crate::task::prepare_inputs(e.task, &shape, &files)
+    Ok(crate::task::prepare_inputs(e.task, &shape, &files)?)
 }

@@ -15,7 +15,7 @@ pub(super) fn device_under_test(b: &BackendSettings, d: &Devices, engine: &str) 
         DeviceClass::Gpu => {
             let i = match crate::util::cuda_pin::nvml_index(b.spec.device.unwrap_or(0)) {
                 Ok(i) => i,
-                Err(why) => return (why, false),
+                Err(why) => return (why.to_string(), false),
             };
             match d.nvidia.gpus.iter().find(|g| g.index == i) {
                 Some(g) => (

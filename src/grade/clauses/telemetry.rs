@@ -12,7 +12,8 @@ pub(super) fn accelerator_channels(
         (DeviceClass::Cpu | DeviceClass::Emulated, _) => None,
         (_, Some(Sensor::Nvml)) => Some(
             crate::util::cuda_pin::nvml_index(b.spec.device.unwrap_or(0))
-                .map(|i| ("nvml", format!("gpu{i}"))),
+                .map(|i| ("nvml", format!("gpu{i}")))
+                .map_err(|e| e.to_string()),
         ),
         (_, Some(Sensor::Dcmi)) => Some(Ok(("dcmi", format!("npu{}", b.spec.device.unwrap_or(0))))),
         (c, None) => Some(Err(format!(

@@ -1,5 +1,5 @@
 //! The graph's inputs: declared shapes (a dim declared as 0 or negative is dynamic, as
-//! Paddle and TensorFlow exporters write `-1`), `--input NAME:SHAPE` overrides and their
+//! Paddle and TensorFlow exporters write `-1`), given `NAME:SHAPE` overrides and their
 //! validation, and the hint for inputs that still need a shape.
 
 use std::collections::HashSet;
@@ -19,9 +19,9 @@ pub struct InputShape {
 impl std::str::FromStr for InputShape {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let (name, spec) = s.rsplit_once(':').ok_or_else(|| {
-            format!("'{s}' is not NAME:SHAPE; write e.g. --input images:1x3x640x640")
-        })?;
+        let (name, spec) = s
+            .rsplit_once(':')
+            .ok_or_else(|| format!("'{s}' is not NAME:SHAPE; write e.g. images:1x3x640x640"))?;
         if name.is_empty() {
             return Err(format!("'{s}' has no input name before ':'"));
         }
@@ -158,13 +158,11 @@ pub(super) fn resolve(
     if let Some(d) = f.dims()
         && numel(&d).is_none()
     {
-        return Err(AnalyseError::TooLarge(format!(
-            "input '{}' declares {} elements ({}), more than a 64-bit count holds; pass --input {}:SHAPE with its real shape",
-            i.name,
-            approx_count(&d),
-            dims_str(&d),
-            i.name
-        )));
+        return Err(AnalyseError::InputTooLarge {
+            input: i.name.clone(),
+            count: approx_count(&d),
+            dims: dims_str(&d),
+        });
     }
     let needs = needs_shape(i, &f);
     Ok(Resolved { fact: f, needs })
@@ -208,7 +206,7 @@ fn needs_shape(i: &ValueInfoProto, f: &Fact) -> Option<String> {
         ),
     };
     Some(format!(
-        "input '{}' has {what}: pass --input {}:{hint} with numbers",
+        "input '{}' has {what}: give its shape as {}:{hint} with numbers",
         i.name, i.name
     ))
 }

@@ -33,18 +33,30 @@ use crate::standard::size_level;
 pub enum AnalyseError {
     #[error(transparent)]
     Load(#[from] LoadError),
-    #[error("--input '{name}': the model has no input of that name; its inputs are: {known}")]
+    /// A given input shape names no input of the model.
+    #[error("input shape '{name}': the model has no input of that name; its inputs are: {known}")]
     UnknownInput { name: String, known: String },
+    /// A given input shape contradicts the declared dims.
     #[error(
-        "--input '{name}:{given}' contradicts the model, which declares {name} as {declared}; pass a shape that matches the declared dims"
+        "input shape '{name}:{given}' contradicts the model, which declares {name} as {declared}; give a shape that matches the declared dims"
     )]
     InputMismatch {
         name: String,
         given: String,
         declared: String,
     },
-    #[error("the input shapes contradict the model: {0}; check the --input shapes")]
+    /// The given input shapes lead to a contradiction inside the graph.
+    #[error("the input shapes contradict the model: {0}; check the given input shapes")]
     Contradiction(String),
+    /// An input declared with more elements than a 64-bit count holds.
+    #[error(
+        "input '{input}' declares {count} elements ({dims}), more than a 64-bit count holds; give its real shape"
+    )]
+    InputTooLarge {
+        input: String,
+        count: String,
+        dims: String,
+    },
     #[error("{0}")]
     TooLarge(String),
 }

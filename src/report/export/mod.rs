@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::Error;
 use crate::util::fs::write_file;
 
 /// One table of a result, for CSV (and any other tabular view).
@@ -68,7 +69,7 @@ pub trait Document: Serialize {
 
 /// Turns a document into the bytes of one format.
 pub trait Exporter<D: Document + ?Sized> {
-    fn export(&self, d: &D) -> anyhow::Result<Vec<u8>>;
+    fn export(&self, d: &D) -> Result<Vec<u8>, Error>;
 }
 
 /// The document's serde form, pretty-printed, with a final newline.
@@ -79,7 +80,7 @@ pub struct Csv(pub usize);
 pub struct Text;
 
 impl<D: Document + ?Sized> Exporter<D> for Json {
-    fn export(&self, d: &D) -> anyhow::Result<Vec<u8>> {
+    fn export(&self, d: &D) -> Result<Vec<u8>, Error> {
         let mut v = serde_json::to_vec_pretty(d)?;
         v.push(b'\n');
         Ok(v)
@@ -87,18 +88,18 @@ impl<D: Document + ?Sized> Exporter<D> for Json {
 }
 
 impl<D: Document + ?Sized> Exporter<D> for Csv {
-    fn export(&self, d: &D) -> anyhow::Result<Vec<u8>> {
+    fn export(&self, d: &D) -> Result<Vec<u8>, Error> {
         d.tables()
             .get(self.0)
             .map(Table::to_csv)
-            .ok_or_else(|| anyhow::anyhow!("this result has no table to write as CSV"))
+            .ok_or(Error::NoTable)
     }
 }
 
 impl<D: Document + ?Sized> Exporter<D> for Text {
-    fn export(&self, d: &D) -> anyhow::Result<Vec<u8>> {
+    fn export(&self, d: &D) -> Result<Vec<u8>, Error> {
         let mut v = Vec::new();
-        d.write_text(&mut v)?;
+        d.write_text(&mut v).map_err(Error::Render)?;
         Ok(v)
     }
 }
@@ -118,7 +119,7 @@ pub struct Outputs {
 impl Outputs {
     /// Writes every file asked for (atomically) and returns their paths. Safe to call after
     /// each stage: later calls replace the files whole.
-    pub fn write_files<D: Document + ?Sized>(&self, d: &D) -> anyhow::Result<Vec<PathBuf>> {
+    pub fn write_files<D: Document + ?Sized>(&self, d: &D) -> Result<Vec<PathBuf>, Error> {
         let mut written = Vec::new();
         if let Some(p) = &self.export_json {
             write_file(p, &Json.export(d)?)?;
@@ -135,20 +136,20 @@ impl Outputs {
     }
 
     /// Prints the result on stdout: JSON with `--json`, else the terminal view.
-    pub fn print<D: Document + ?Sized>(&self, d: &D) -> anyhow::Result<()> {
+    pub fn print<D: Document + ?Sized>(&self, d: &D) -> Result<(), Error> {
         let bytes = if self.json {
             Json.export(d)?
         } else {
             Text.export(d)?
         };
         let mut o = std::io::stdout().lock();
-        o.write_all(&bytes)?;
-        o.flush()?;
+        o.write_all(&bytes).map_err(Error::Stdout)?;
+        o.flush().map_err(Error::Stdout)?;
         Ok(())
     }
 
     /// [`Outputs::write_files`], then [`Outputs::print`].
-    pub fn emit<D: Document + ?Sized>(&self, d: &D) -> anyhow::Result<Vec<PathBuf>> {
+    pub fn emit<D: Document + ?Sized>(&self, d: &D) -> Result<Vec<PathBuf>, Error> {
         let w = self.write_files(d)?;
         self.print(d)?;
         Ok(w)
@@ -156,9 +157,8 @@ impl Outputs {
 }
 
 /// Writes a document into `dir`: its JSON, each table, and its extra files.
-pub fn write_folder<D: Document + ?Sized>(dir: &Path, d: &D) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("cannot create '{}': {e}", dir.display()))?;
+pub fn write_folder<D: Document + ?Sized>(dir: &Path, d: &D) -> Result<Vec<PathBuf>, Error> {
+    crate::util::create_dir_all(dir)?;
     let mut written = Vec::new();
     let p = dir.join(d.json_name());
     write_file(&p, &Json.export(d)?)?;

@@ -324,11 +324,11 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
     ("lpct", "sum of FirstTokenTime / sum of InputTokens, ms"),
     (
         "goodput",
-        "requests meeting every --slo bound / TimeElapsed, req/s",
+        "requests meeting every SLO bound / TimeElapsed, req/s",
     ),
     (
         "send_lag_ms",
-        "actual send time minus scheduled send time (open loop): the client's own delay plus any wait for one of the --concurrency slots, ms",
+        "actual send time minus scheduled send time (open loop): the client's own delay plus any wait for one of the concurrency slots, ms",
     ),
     (
         "percentiles",
