@@ -291,6 +291,33 @@ fn acl_runs_a_real_model_like_the_cpu_engine() {
         "squeezenet1_1 has 8 Concat nodes: {}",
         p["placement"]
     );
+    // The .om acl converted, given as is: the backend declares its inputs, and the outputs are
+    // the same.
+    let om = r["session"]["options"]["om"].as_str().unwrap().to_string();
+    let given = dir.path().join("given.npz");
+    let o = acceval(
+        &[
+            "run",
+            "--backend",
+            "acl",
+            "--model",
+            &om,
+            "--output",
+            given.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--json",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let g = json(&o);
+    assert!(
+        g["timings"]["convert_ms"].is_null(),
+        "a given .om is not converted: {}",
+        g["timings"]
+    );
+    assert_eq!(npz(&given), npz(&a));
     let (x, y) = (npz(&a), npz(&c));
     assert_eq!(x.keys().collect::<Vec<_>>().len(), y.len());
     for (name, ref_v) in &y {

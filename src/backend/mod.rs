@@ -99,21 +99,6 @@ impl BackendSettings {
         }
     }
 
-    /// Parses `KEY=VALUE` execution-provider options.
-    pub fn parse_ep_options(list: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-        list.iter()
-            .map(|o| {
-                o.split_once('=')
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .ok_or_else(|| {
-                        anyhow::anyhow!(
-                            "--ep-option '{o}' must be KEY=VALUE, e.g. --ep-option cudnn_conv_algo_search=DEFAULT"
-                        )
-                    })
-            })
-            .collect()
-    }
-
     /// The options to load a model with these settings at `input_shapes`.
     pub fn load_options(
         &self,
@@ -228,6 +213,20 @@ pub trait Session {
     }
     /// Where each node ran, when `LoadOptions::placement` was set.
     fn placement(&mut self) -> Result<Placement, BackendError>;
+    /// The inputs the loaded model takes, where the model file is one acceval does not read
+    /// itself (an Ascend `.om`): the engine's own description. `None` for ONNX models, whose
+    /// inputs acceval reads from the file before loading.
+    fn declared_inputs(&self) -> Option<Vec<DeclaredInput>> {
+        None
+    }
+}
+
+/// An input as a loaded model declares it (static shape).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredInput {
+    pub name: String,
+    pub dtype: crate::model::onnx::DataType,
+    pub dims: Vec<usize>,
 }
 
 /// Every backend acceval knows, in the order `devices` lists them. Adding a backend is a
@@ -311,6 +310,9 @@ impl Session for Guarded {
     }
     fn placement(&mut self) -> Result<Placement, BackendError> {
         self.0.placement()
+    }
+    fn declared_inputs(&self) -> Option<Vec<DeclaredInput>> {
+        self.0.declared_inputs()
     }
 }
 

@@ -52,8 +52,8 @@ const INSTALL_HINT: &str = "install it with `pip install onnxruntime` (CPU) or `
 /// Reads the version of the ONNX Runtime library at `path` (or the loader's `name`).
 fn probe_version(path: &Path) -> Result<String, String> {
     // SAFETY: loading libonnxruntime runs its initialisers, which is what ort does too.
-    let lib = unsafe { libloading::Library::new(path) }
-        .map_err(|e| format!("{:#}", anyhow::Error::from(e)))?;
+    let lib =
+        unsafe { libloading::Library::new(path) }.map_err(|e| crate::util::fmt::error_chain(&e))?;
     // SAFETY: `OrtGetApiBase` has this signature in every ONNX Runtime release.
     let get_base: libloading::Symbol<unsafe extern "C" fn() -> *const ort::sys::OrtApiBase> =
         unsafe { lib.get(b"OrtGetApiBase\0") }.map_err(|_| {

@@ -20,9 +20,24 @@ impl BackendArgs {
             spec: self.backend.clone(),
             threads: self.threads,
             graph_opt: self.graph_opt,
-            ep_options: BackendSettings::parse_ep_options(&self.ep_option)?,
+            ep_options: ep_options(&self.ep_option)?,
         })
     }
+}
+
+/// `--ep-option KEY=VALUE` pairs.
+fn ep_options(list: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    list.iter()
+        .map(|o| {
+            o.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--ep-option '{o}' must be KEY=VALUE, e.g. --ep-option cudnn_conv_algo_search=DEFAULT"
+                    )
+                })
+        })
+        .collect()
 }
 
 impl OutputArgs {

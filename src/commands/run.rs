@@ -13,8 +13,8 @@ use crate::measure::run::{self, RunSettings, TaskSettings};
 
 pub fn run(mut args: RunArgs) -> anyhow::Result<Outcome> {
     let model = crate::zoo::resolve(&args.model)?;
-    let specs = input_specs(&model).map_err(flags::data)?;
     if let Some(p) = args.inputs_path.clone() {
+        let specs = input_specs(&model).map_err(flags::data)?;
         match inputs_path(&p, &specs).map_err(flags::data)? {
             InputsPath::Images => args.images.push(p),
             InputsPath::Files(f) => args.inputs.extend(f),

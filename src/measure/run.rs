@@ -57,24 +57,34 @@ pub fn placement_record(p: Placement, spec: &BackendSpec) -> PlacementRecord {
 /// Loads, runs once cold and `runs` times steady; returns the report and the first outputs.
 pub fn run_model(s: &RunSettings) -> Result<(RunReport, Vec<HostTensor>), Error> {
     let model = crate::zoo::resolve(&s.model)?;
-    let specs = input_specs(&model)?;
+    let (specs, loaded) = model_inputs(&model, s)?;
     let (inputs, records) = gather_inputs(&specs, &s.inputs, &s.shapes, s.seed)?;
     let shapes = inputs
         .iter()
         .map(|t| (t.name.clone(), t.data.shape().to_vec()))
         .collect();
-    let mut session = backend::load(
-        &model,
-        &s.backend.spec,
-        &s.backend.load_options(shapes, s.placement),
-    )?;
+    let onnx = loaded.is_none();
+    let mut session = match loaded {
+        Some(session) => session,
+        None => backend::load(
+            &model,
+            &s.backend.spec,
+            &s.backend.load_options(shapes, s.placement),
+        )?,
+    };
     let cold = session.timed_run(&inputs)?;
     let (outputs, first_ms) = (cold.outputs, cold.forward_ms);
     let mut steady = Vec::with_capacity(s.runs);
     for _ in 0..s.runs {
         steady.push(session.timed_run(&inputs)?.forward_ms);
     }
-    let (placement, placement_summary) = if s.placement {
+    let (placement, placement_summary) = if s.placement && !onnx {
+        // No ONNX graph to count nodes and MACs against: the engine's record alone.
+        (
+            Some(placement_record(session.placement()?, &s.backend.spec)),
+            None,
+        )
+    } else if s.placement {
         let p = session.placement()?;
         let a = crate::model::analyse(&model, &s.shapes)?;
         let summary = crate::measure::placement::summarise(&s.backend, &a, Ok(p.clone()));
@@ -98,6 +108,47 @@ pub fn run_model(s: &RunSettings) -> Result<(RunReport, Vec<HostTensor>), Error>
         placement_summary,
     };
     Ok((report, outputs))
+}
+
+/// A model's inputs, and the session when loading was the way to learn them.
+type ModelInputs = (
+    Vec<crate::data::inputs::InputSpec>,
+    Option<Box<dyn backend::Session>>,
+);
+
+/// The model's inputs: read from the ONNX file, or, for a model file acceval does not read
+/// itself (an Ascend `.om`), declared by the backend that loaded it (the session is then
+/// returned, loaded once).
+fn model_inputs(model: &Path, s: &RunSettings) -> Result<ModelInputs, Error> {
+    let onnx = model
+        .extension()
+        .is_none_or(|e| e.eq_ignore_ascii_case("onnx"));
+    if onnx {
+        return Ok((input_specs(model)?, None));
+    }
+    let session = backend::load(
+        model,
+        &s.backend.spec,
+        &s.backend.load_options(Vec::new(), s.placement),
+    )?;
+    match session.declared_inputs() {
+        Some(d) => Ok((
+            d.into_iter()
+                .map(|i| crate::data::inputs::InputSpec {
+                    name: i.name,
+                    dtype: i.dtype,
+                    dims: i
+                        .dims
+                        .iter()
+                        .map(|&n| crate::model::shape::Dim::Known(n as i64))
+                        .collect(),
+                })
+                .collect(),
+            Some(session),
+        )),
+        // The backend read it but cannot say its inputs: the file must be ONNX after all.
+        None => Ok((input_specs(model)?, None)),
+    }
 }
 
 /// What `run_task` needs.

@@ -676,4 +676,27 @@ impl Session for AclSession {
     fn placement(&mut self) -> Result<Placement, BackendError> {
         Ok(self.placement.clone())
     }
+    fn declared_inputs(&self) -> Option<Vec<crate::backend::DeclaredInput>> {
+        use crate::model::onnx::DataType;
+        self.in_specs
+            .iter()
+            .map(|s| {
+                let dtype = match s.dtype {
+                    0 => DataType::FLOAT,
+                    11 => DataType::DOUBLE,
+                    9 => DataType::INT64,
+                    3 => DataType::INT32,
+                    2 => DataType::INT8,
+                    4 => DataType::UINT8,
+                    12 => DataType::BOOL,
+                    _ => return None,
+                };
+                Some(crate::backend::DeclaredInput {
+                    name: s.name.clone(),
+                    dtype,
+                    dims: s.dims.clone(),
+                })
+            })
+            .collect()
+    }
 }
