@@ -157,6 +157,26 @@ if w:
     print(f"nvidia-smi power.draw over the run: mean {sum(w) / len(w):.1f} W, max {max(w):.1f} W ({len(w)} readings, 2/s, includes load and warm-up)")
 PY
 
+# libtorch (issue 24): a binary built here with `TORCH_CUDA=1 scripts/with-torch.sh cargo build
+# --release --features tch` and carried as ACCEVAL_TCH_BIN, run against the machine's own torch
+# libraries. tch 0.26 is built for libtorch 2.13.0; the lent machine's torch is 2.11, so this
+# checks whether the ABI holds (LIBTORCH_BYPASS_VERSION_CHECK only skips torch-sys's build check).
+section "tch: tch::Cuda::is_available() and a TorchScript model on tch:cuda"
+if [ -n "${ACCEVAL_TCH_BIN:-}" ] && [ -x "$ACCEVAL_TCH_BIN" ]; then
+  TLIB="$("$PY" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)"
+  "$PY" - "$OUT/tch-m.pt" <<'PY' 2>&1 | fenced
+import sys, torch
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.LazyLinear(10))
+x = torch.rand(1, 3, 32, 32); m(x)
+torch.jit.trace(m.eval(), (x,)).save(sys.argv[1]); print("torch", torch.__version__, "cuda", torch.cuda.is_available())
+PY
+  LD_LIBRARY_PATH="$TLIB:$LD_LIBRARY_PATH" "$ACCEVAL_TCH_BIN" devices 2>&1 | grep -A2 '^  tch' | fenced
+  LD_LIBRARY_PATH="$TLIB:$LD_LIBRARY_PATH" timeout 120 "$ACCEVAL_TCH_BIN" run --backend tch:cuda@0 \
+    --model "$OUT/tch-m.pt" --shape input_0:1x3x32x32 --runs 200 2>&1 | tail -n 15 | fenced
+else
+  echo "not run: no ACCEVAL_TCH_BIN (a release binary built with --features tch)" >>"$SUMMARY"
+fi
+
 section "outputs against the CPU (seeded inputs, yolov8n-line)"
 M=yolov8n-line
 "$BIN" run --backend cpu --model "$M" --output "$OUT/cpu.npz" --runs 3 >/dev/null 2>&1

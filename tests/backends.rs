@@ -412,9 +412,14 @@ fn devices_identifies_this_machine() {
         .iter()
         .map(|b| b["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["cpu", "ort", "cuda", "acl", "mock"]);
+    assert_eq!(names, ["cpu", "ort", "cuda", "acl", "tch", "mock"]);
     assert_eq!(backends[0]["availability"]["status"], "available");
     assert_eq!(backends[3]["availability"]["status"], "not_available");
+    // Compiled out, tch says which feature it needs.
+    if !cfg!(feature = "tch") {
+        let why = backends[4]["availability"]["reason"].as_str().unwrap();
+        assert!(why.contains("cargo feature tch"), "{why}");
+    }
     // No GPU here: NVML says why instead of listing nothing.
     if v["nvidia"]["gpus"].as_array().unwrap().is_empty() {
         assert!(

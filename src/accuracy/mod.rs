@@ -4,6 +4,7 @@
 
 pub mod agreement;
 pub mod compare;
+pub mod conversion;
 pub mod evaluate;
 pub mod inputs;
 pub mod metrics;
@@ -161,6 +162,20 @@ pub enum Error {
         model: PathBuf,
         spec: String,
         err: Box<BackendError>,
+    },
+    #[error(
+        "the source model gave {source_outputs} outputs and the converted one {converted}: they are not the same model"
+    )]
+    ConversionOutputs {
+        source_outputs: usize,
+        converted: usize,
+    },
+    #[error("output {index} ('{source_name}' against '{converted}'): {err}")]
+    ConversionMetric {
+        index: usize,
+        source_name: String,
+        converted: String,
+        err: metrics::MetricError,
     },
     #[error(transparent)]
     Backend(#[from] BackendError),

@@ -12,7 +12,7 @@ pub mod budget;
 pub mod describe;
 pub mod mock;
 pub mod ort;
-
+pub mod tch;
 pub mod tract;
 
 use std::collections::BTreeMap;
@@ -221,17 +221,34 @@ pub trait Session {
     }
 }
 
-/// An input as a loaded model declares it (static shape).
+/// An input as a loaded model declares it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeclaredInput {
     pub name: String,
     pub dtype: crate::model::onnx::DataType,
-    pub dims: Vec<usize>,
+    /// The static shape; `None` where the model does not say (TorchScript declares neither
+    /// shapes nor types: any given tensor is taken, a generated one needs its shape given).
+    pub dims: Option<Vec<usize>>,
+}
+
+/// A model acceval runs on another engine than the one asked for, and which: a TorchScript
+/// archive given to an ONNX engine.
+pub fn wrong_format(model: &Path) -> Option<String> {
+    tch::is_torchscript(model).then(|| {
+        "this is a TorchScript model (a .pt zip archive), not ONNX: it runs on --backend tch (cargo feature tch), or export it to ONNX".to_string()
+    })
 }
 
 /// Every backend acceval knows, in the order `devices` lists them. Adding a backend is a
 /// file in this folder and a line here.
-static REGISTRY: &[&dyn Backend] = &[&tract::CPU, &ort::ORT, &tract::CUDA, &acl::ACL, &mock::MOCK];
+static REGISTRY: &[&dyn Backend] = &[
+    &tract::CPU,
+    &ort::ORT,
+    &tract::CUDA,
+    &acl::ACL,
+    &tch::TCH,
+    &mock::MOCK,
+];
 
 /// Every backend acceval knows, in the order `devices` lists them.
 pub fn registry() -> &'static [&'static dyn Backend] {

@@ -411,6 +411,9 @@ impl Backend for OrtBackend {
             model: model.display().to_string(),
             reason,
         };
+        if let Some(why) = super::wrong_format(model) {
+            return Err(load_err(why));
+        }
         let mut options = BTreeMap::new();
         let (mut b, profile_dir) =
             configure(env, &provider, long, spec, opts, &mut options).map_err(&load_err)?;

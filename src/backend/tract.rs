@@ -178,6 +178,9 @@ impl Backend for TractBackend {
             model: model.display().to_string(),
             reason,
         };
+        if let Some(why) = super::wrong_format(model) {
+            return Err(load_err(why));
+        }
         let io = ModelIo::read(model).map_err(load_err)?;
         let threads = match self.kind {
             Kind::Cpu => opts.threads.unwrap_or_else(all_cores),

@@ -401,6 +401,22 @@ pub struct AccuracyArgs {
     /// The task of a model that is not in the zoo (for decision agreement).
     #[arg(long, value_enum)]
     pub task: Option<crate::task::Task>,
+    /// Check a conversion (§5.3 a): run --model (the source, e.g. a TorchScript .pt on
+    /// --backend tch) and CONVERTED (e.g. its ONNX export) on the same seeded inputs, the
+    /// source's outputs being the reference, and grade CONVERTED on every --against-backend
+    /// with Table 3 (and top-1 agreement with --task classification).
+    #[arg(long, value_name = "CONVERTED")]
+    pub against: Option<PathBuf>,
+    /// An engine for the converted model (repeatable) [default: cpu, and ort:cpu where ONNX
+    /// Runtime is found].
+    #[arg(long = "against-backend", value_name = "BACKEND", requires = "against")]
+    pub against_backends: Vec<BackendSpec>,
+    /// Seeded input sets for --against.
+    #[arg(long, default_value_t = 4, value_parser = parse::positive_count, requires = "against")]
+    pub sets: usize,
+    /// NAME:SHAPE for a dynamic input of the converted model (--against).
+    #[arg(long = "shape", value_name = "NAME:SHAPE", requires = "against")]
+    pub shapes: Vec<InputShape>,
     #[command(flatten)]
     pub detect: DetectArgs,
     #[command(flatten)]

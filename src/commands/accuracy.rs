@@ -23,6 +23,9 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
     let backend = args.backend.settings()?;
     let progress = Progress::hidden();
     let out = args.output.outputs();
+    if let Some(converted) = &args.against {
+        return conversion(&args, backend, converted);
+    }
     if args.all_precisions {
         let name = zoo::canonical_name(&args.model.to_string_lossy());
         let Some((entry, _)) = zoo::parse_name(&name) else {
@@ -99,4 +102,48 @@ fn verdict(failed: bool) -> Outcome {
     } else {
         Outcome::Ok
     }
+}
+
+/// `--against CONVERTED`: the conversion check.
+fn conversion(
+    args: &AccuracyArgs,
+    source_backend: crate::backend::BackendSettings,
+    converted: &Path,
+) -> anyhow::Result<Outcome> {
+    use crate::accuracy::conversion::{self, ConversionSettings};
+    use crate::backend::{BackendSettings, BackendSpec};
+    let engines: Vec<BackendSettings> = if args.against_backends.is_empty() {
+        let mut e = vec![BackendSettings::new(
+            "cpu".parse::<BackendSpec>().map_err(anyhow::Error::msg)?,
+        )];
+        if crate::backend::ort::library().is_ok() {
+            e.push(BackendSettings::new(
+                "ort:cpu"
+                    .parse::<BackendSpec>()
+                    .map_err(anyhow::Error::msg)?,
+            ));
+        }
+        e
+    } else {
+        args.against_backends
+            .iter()
+            .map(|s| BackendSettings::new(s.clone()))
+            .collect()
+    };
+    let s = ConversionSettings {
+        source: zoo::resolve(&args.model)?,
+        source_backend,
+        converted: zoo::resolve(converted)?,
+        engines,
+        sets: args.sets,
+        seed: 0,
+        shapes: args.shapes.clone(),
+        top1: args.task == Some(crate::task::Task::Classification),
+        required: args.require,
+    };
+    let r = conversion::check(&s).map_err(flags::accuracy)?;
+    args.output.outputs().emit(&r)?;
+    Ok(verdict(r.engines.iter().any(|e| {
+        e.error.is_some() || matches!(e.verdict, Some(Verdict::Fail))
+    })))
 }

@@ -6,6 +6,18 @@ use crate::{model, report};
 
 pub fn run(args: InspectArgs) -> anyhow::Result<Outcome> {
     let path = crate::zoo::resolve(&args.model)?;
+    if crate::backend::tch::is_torchscript(&path) {
+        let r = crate::backend::tch::inspect(&path)?;
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            serde_json::to_writer_pretty(&mut out, &r)?;
+            use std::io::Write;
+            writeln!(out)?;
+        } else {
+            report::inspect::write_torchscript(&mut out, &r)?;
+        }
+        return Ok(Outcome::Ok);
+    }
     let analysis = model::analyse(&path, &args.inputs).map_err(crate::cli::flags::analyse)?;
     let mut out = std::io::stdout().lock();
     if args.json {

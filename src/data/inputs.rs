@@ -20,6 +20,9 @@ pub struct InputSpec {
     pub dtype: DataType,
     /// Declared dims (`Dim::Sym` for dynamic ones).
     pub dims: Vec<Dim>,
+    /// The model declares neither type nor shape (TorchScript): any given tensor is taken,
+    /// and a generated one is `dtype` at the shape given with `--shape`.
+    pub loose: bool,
 }
 
 /// The real inputs of a model (graph inputs that are not initializers), in order.
@@ -61,6 +64,7 @@ fn value_spec(i: &crate::model::onnx::ValueInfoProto) -> InputSpec {
                     .collect()
             })
             .unwrap_or_default(),
+        loose: false,
     }
 }
 
@@ -81,6 +85,9 @@ fn dims_text(d: &[Dim]) -> String {
 
 /// Checks a given tensor against the model's declaration of input `spec`.
 pub fn check_input(spec: &InputSpec, data: &TensorData, source: &str) -> Result<(), Error> {
+    if spec.loose {
+        return Ok(());
+    }
     if data.dtype() != spec.dtype {
         return Err(Error::WrongType {
             input: spec.name.clone(),
@@ -228,6 +235,12 @@ fn generated(
 ) -> Result<(TensorData, String), Error> {
     let dims: Vec<usize> = match shapes.iter().find(|x| x.name == spec.name) {
         Some(x) => x.dims.iter().map(|&d| d as usize).collect(),
+        None if spec.loose => {
+            return Err(Error::DynamicDims {
+                input: spec.name.clone(),
+                dims: "not declared (the model format declares no shapes)".into(),
+            });
+        }
         None => match spec
             .dims
             .iter()

@@ -301,6 +301,7 @@ fn model_only_inputs(
                 name: e.input.to_string(),
                 dtype: crate::model::onnx::DataType::FLOAT,
                 dims: Vec::new(),
+                loose: false,
             };
             let prepared = zoo::input_set_tensors(e)?;
             let sets = one_input_sets(&spec, prepared.into_iter().map(|p| p.tensor).collect());

@@ -137,8 +137,10 @@ fn model_inputs(model: &Path, s: &RunSettings) -> Result<ModelInputs, Error> {
                 .map(|i| crate::data::inputs::InputSpec {
                     name: i.name,
                     dtype: i.dtype,
+                    loose: i.dims.is_none(),
                     dims: i
                         .dims
+                        .unwrap_or_default()
                         .iter()
                         .map(|&n| crate::model::shape::Dim::Known(n as i64))
                         .collect(),

@@ -3,7 +3,9 @@
 use std::io::Write;
 
 use crate::report::export::{Document, Table};
-use crate::report::schema::accuracy::{AccuracyReport, DEFINITION, PrecisionTable};
+use crate::report::schema::accuracy::{
+    AccuracyReport, ConversionReport, DEFINITION, PrecisionTable,
+};
 use crate::standard::Level;
 
 pub use crate::util::fmt::sci as e;
@@ -352,5 +354,91 @@ impl Document for PrecisionTable {
     }
     fn json_name(&self) -> &'static str {
         "accuracy_precisions.json"
+    }
+}
+
+/// The conversion check's terminal view.
+fn write_conversion(o: &mut dyn Write, r: &ConversionReport) -> std::io::Result<()> {
+    writeln!(
+        o,
+        "Conversion check: {} (reference: {} on {}) against {}",
+        r.source, r.reference.engine, r.reference.backend, r.converted
+    )?;
+    writeln!(o, "Inputs: {}", r.inputs)?;
+    let mut tb = super::table(&[
+        "engine",
+        "MSE (worst output)",
+        "level",
+        "max abs error",
+        "rel L2 error",
+        "cosine",
+        "top-1 agreement",
+        "verdict",
+    ]);
+    for x in &r.engines {
+        let worst = x.outputs.iter().find(|w| w.converted == x.worst_output);
+        let m = |f: fn(&crate::report::schema::accuracy::ErrorMetrics) -> f64| {
+            worst
+                .map(|w| e(f(&w.metrics)))
+                .unwrap_or_else(|| "n/a".into())
+        };
+        tb.add_row(vec![
+            format!("{} ({})", x.session.backend, x.session.engine),
+            match &x.error {
+                Some(err) => format!("n/a: {err}"),
+                None => e(x.mse),
+            },
+            level(x.level),
+            m(|w| w.max_abs_error),
+            m(|w| w.rel_l2_error),
+            m(|w| w.cosine),
+            x.top1_agreement
+                .map(|a| format!("{:.1} %", 100.0 * a))
+                .unwrap_or_else(|| "n/a".into()),
+            x.verdict.map(|v| v.to_string()).unwrap_or_default(),
+        ]);
+    }
+    writeln!(o, "{tb}")?;
+    writeln!(o, "Definition: {}", r.definition)
+}
+
+impl Document for ConversionReport {
+    fn write_text(&self, o: &mut dyn Write) -> std::io::Result<()> {
+        write_conversion(o, self)
+    }
+    fn tables(&self) -> Vec<Table> {
+        let mut t = Table::new(
+            "conversion.csv",
+            &[
+                "engine",
+                "source_output",
+                "converted_output",
+                "elements",
+                "mse",
+                "max_abs_error",
+                "rel_l2_error",
+                "cosine",
+                "level",
+            ],
+        );
+        for x in &self.engines {
+            for w in &x.outputs {
+                t.push(vec![
+                    x.session.backend.clone(),
+                    w.source.clone(),
+                    w.converted.clone(),
+                    w.metrics.elements.to_string(),
+                    w.metrics.mse.to_string(),
+                    w.metrics.max_abs_error.to_string(),
+                    w.metrics.rel_l2_error.to_string(),
+                    w.metrics.cosine.to_string(),
+                    w.level.map(|l| l.to_string()).unwrap_or_default(),
+                ]);
+            }
+        }
+        vec![t]
+    }
+    fn json_name(&self) -> &'static str {
+        "conversion.json"
     }
 }

@@ -357,3 +357,39 @@ fn tensor_row(s: &StoredTensor) -> Vec<String> {
         s.graph.clone(),
     ]
 }
+
+/// `inspect` of a TorchScript model.
+pub fn write_torchscript(
+    o: &mut dyn Write,
+    r: &crate::report::schema::inspect::TorchScriptInspection,
+) -> std::io::Result<()> {
+    writeln!(o, "Model:      {} (TorchScript)", r.model)?;
+    writeln!(o, "SHA-256:    {}", r.model_sha256)?;
+    writeln!(
+        o,
+        "Inputs:     {}",
+        if r.inputs.is_empty() {
+            "input_0, ... (forward's arguments not found)".to_string()
+        } else {
+            r.inputs.join(", ")
+        }
+    )?;
+    writeln!(
+        o,
+        "Parameters: {} ({} bytes, {:.3} MB) → Table 1 {}",
+        r.parameters,
+        r.parameter_bytes,
+        r.parameter_mb,
+        r.size_level
+            .map(|l| l.to_string())
+            .unwrap_or_else(|| "n/a".into())
+    )?;
+    for d in &r.by_dtype {
+        writeln!(
+            o,
+            "  {:<10} {} tensors, {} parameters, {} bytes",
+            d.kind, d.tensors, d.params, d.bytes
+        )?;
+    }
+    writeln!(o, "FLOPs:      {}", r.flops)
+}

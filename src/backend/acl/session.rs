@@ -694,7 +694,7 @@ impl Session for AclSession {
                 Some(crate::backend::DeclaredInput {
                     name: s.name.clone(),
                     dtype,
-                    dims: s.dims.clone(),
+                    dims: Some(s.dims.clone()),
                 })
             })
             .collect()

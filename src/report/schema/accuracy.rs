@@ -321,3 +321,55 @@ pub struct Independence {
     pub independent: bool,
     pub reason: String,
 }
+
+/// One output of a converted model against the source model's.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ConvertedOutput {
+    /// The source model's output (`output_0`, ...) and the converted model's, by position.
+    pub source: String,
+    pub converted: String,
+    pub metrics: ErrorMetrics,
+    pub level: Option<Level>,
+}
+
+/// The converted model on one engine against the source model on its own framework.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ConvertedEngine {
+    pub session: SessionInfo,
+    /// Every output over every input, pooled (Table 3's MSE is the worst output's).
+    pub outputs: Vec<ConvertedOutput>,
+    pub mse: f64,
+    pub worst_output: String,
+    /// Table 3's level of the worst output's MSE.
+    pub level: Option<Level>,
+    /// Top-1 agreement of the first output (class scores), when the task is classification:
+    /// the share of inputs whose arg-max is the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top1_agreement: Option<f64>,
+    /// PASS/FAIL against `required`, when one is.
+    pub verdict: Option<Verdict>,
+    /// Why the engine could not run the converted model, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `acceval accuracy --model SOURCE --against CONVERTED`: a model's conversion (e.g. a
+/// TorchScript model exported to ONNX, §5.3 a) checked by running both on the same inputs, the
+/// source on its own framework (the reference: the lab's model as its framework runs it) and
+/// the conversion on each engine, graded with Table 3.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ConversionReport {
+    pub schema: String,
+    pub source: String,
+    pub source_sha256: String,
+    pub converted: String,
+    pub converted_sha256: String,
+    /// The session that ran the source model: the reference.
+    pub reference: SessionInfo,
+    /// How the inputs were made (seeded, at the converted model's declared shapes).
+    pub inputs: String,
+    pub input_sets: usize,
+    pub definition: String,
+    pub engines: Vec<ConvertedEngine>,
+    pub required: Option<Level>,
+}

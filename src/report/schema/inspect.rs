@@ -298,3 +298,34 @@ mod tests {
         assert_eq!(TensorSource::External.to_string(), "external");
     }
 }
+
+/// Parameters of one element type in a TorchScript model.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TorchScriptDtype {
+    /// libtorch's kind (`Float`, `Half`, `Int8`, ...).
+    pub kind: String,
+    pub tensors: usize,
+    pub params: u64,
+    pub bytes: u64,
+}
+
+/// `acceval inspect M.pt` (TorchScript, with the `tch` feature): Table 1 from the module's
+/// parameters; no FLOPs (TorchScript graphs are not analysed).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TorchScriptInspection {
+    pub schema: String,
+    pub model: String,
+    pub model_sha256: String,
+    /// `forward`'s arguments, from the archive's code.
+    pub inputs: Vec<String>,
+    /// The module's named parameters (buffers such as BatchNorm statistics are not counted,
+    /// as PyTorch's `parameters()` does not count them).
+    pub parameters: u64,
+    pub parameter_bytes: u64,
+    /// MB = 10^6 bytes, and Table 1's level of it.
+    pub parameter_mb: f64,
+    pub size_level: Option<crate::standard::Level>,
+    pub by_dtype: Vec<TorchScriptDtype>,
+    /// Always "n/a: ...": TorchScript graphs are not analysed.
+    pub flops: String,
+}

@@ -45,6 +45,10 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
             schema_for!(accuracy::PrecisionTable),
         ),
         ("reference.schema.json", schema_for!(accuracy::RefManifest)),
+        (
+            "conversion.schema.json",
+            schema_for!(accuracy::ConversionReport),
+        ),
         ("run.schema.json", schema_for!(run::RunReport)),
         ("task.schema.json", schema_for!(run::TaskReport)),
         ("devices.schema.json", schema_for!(devices::Devices)),
@@ -54,6 +58,10 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
         ),
         ("profile.schema.json", schema_for!(profile::Profile)),
         ("inspect.schema.json", schema_for!(inspect::Analysis)),
+        (
+            "inspect-torchscript.schema.json",
+            schema_for!(inspect::TorchScriptInspection),
+        ),
         ("train.schema.json", schema_for!(train::TrainReport)),
         ("zoo-list.schema.json", schema_for!(zoo::Listing)),
         ("qps.schema.json", schema_for!(qps::QpsReport)),
