@@ -318,6 +318,25 @@ fn acl_runs_a_real_model_like_the_cpu_engine() {
         g["timings"]
     );
     assert_eq!(npz(&given), npz(&a));
+    // bench takes it too (model only, the inputs the .om declares).
+    let o = acceval(
+        &[
+            "bench",
+            "--backend",
+            "acl",
+            "--model",
+            &om,
+            "--runs",
+            "5",
+            "--duration",
+            "0",
+            "--json",
+        ],
+        &[],
+    );
+    let b = bench_json(&o);
+    assert_eq!(b["mode"], "model-only", "{}", b["mode"]);
+    assert!(b["stages"]["h2d"].is_object(), "{}", b["stages"]);
     let (x, y) = (npz(&a), npz(&c));
     assert_eq!(x.keys().collect::<Vec<_>>().len(), y.len());
     for (name, ref_v) in &y {

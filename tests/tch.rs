@@ -157,6 +157,25 @@ fn torchscript_models_give_torchs_own_outputs_on_tch() {
         "series:2x96x8",
     ]);
     assert!(o.status.success(), "{}", text(&o));
+    // bench: model only, at the shape given.
+    let o = acceval(&[
+        "bench",
+        "--backend",
+        "tch",
+        "--model",
+        dir.join("lstm.pt").to_str().unwrap(),
+        "--shape",
+        "series:1x96x8",
+        "--runs",
+        "10",
+        "--duration",
+        "0",
+        "--json",
+    ]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", text(&o));
+    let b: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(b["complete"], true);
+    assert_eq!(b["latency_ms"]["n"], 10, "{}", b["latency_ms"]);
     // A format each engine cannot take names the one that can.
     let o = acceval(&[
         "run",

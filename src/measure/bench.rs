@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::{Error, Setting};
 use crate::backend::{self, BackendSettings, Session};
-use crate::data::inputs::{InputSpec, InputsPath, gather_inputs, input_specs, inputs_path};
+use crate::data::inputs::{InputSpec, InputsPath, gather_inputs, inputs_path};
 use crate::device::telemetry::{self, Kind, SensorStatus, TelemetrySummary};
 use crate::measure::harness::{self, Measured, Policy};
 use crate::measure::stats::{Summary, percentile_support};
@@ -414,21 +414,28 @@ pub fn measure(
     if !model.is_file() {
         return Err(Error::NoModel { path: model });
     }
-    let specs = input_specs(&model)?;
+    // A model file acceval does not read (.om, .pt): its backend declares the inputs, and
+    // only model-only runs of given or seeded tensors apply.
+    let (specs, loaded) = super::run::model_inputs(&model, &s.backend, false)?;
+    let foreign = loaded.is_some();
     let entry = zoo::identify(&model).map(|(e, _)| e);
     let task = s.task.or(entry.as_ref().map(|e| e.task));
-    let model_only = s.model_only || task.is_none() || !s.batch.is_empty() || s.peak_power;
+    let model_only =
+        s.model_only || task.is_none() || !s.batch.is_empty() || s.peak_power || foreign;
     let (work, source) = match (model_only, task) {
         (false, Some(t)) => pipeline_files(s, t, entry.as_ref())?,
         _ => model_only_inputs(s, &specs, task, entry.as_ref())?,
     };
     let shapes = load_shapes(&work, &specs)?;
     let overhead = harness::overhead_us(20_000);
-    let mut session = backend::load(
-        &model,
-        &s.backend.spec,
-        &s.backend.load_options(shapes.clone(), false),
-    )?;
+    let mut session = match loaded {
+        Some(session) => session,
+        None => backend::load(
+            &model,
+            &s.backend.spec,
+            &s.backend.load_options(shapes.clone(), false),
+        )?,
+    };
     let spec = TaskSpec {
         task: task.unwrap_or(Task::Classification),
         input_name: specs.first().map(|s| s.name.clone()).unwrap_or_default(),
@@ -488,7 +495,7 @@ pub fn measure(
         recording,
         sensor_status,
     })?;
-    if report.complete {
+    if report.complete && !foreign {
         report.compute = Some(compute_rate(s, &model, &shapes, &report));
     }
 

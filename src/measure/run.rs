@@ -57,7 +57,7 @@ pub fn placement_record(p: Placement, spec: &BackendSpec) -> PlacementRecord {
 /// Loads, runs once cold and `runs` times steady; returns the report and the first outputs.
 pub fn run_model(s: &RunSettings) -> Result<(RunReport, Vec<HostTensor>), Error> {
     let model = crate::zoo::resolve(&s.model)?;
-    let (specs, loaded) = model_inputs(&model, s)?;
+    let (specs, loaded) = model_inputs(&model, &s.backend, s.placement)?;
     let (inputs, records) = gather_inputs(&specs, &s.inputs, &s.shapes, s.seed)?;
     let shapes = inputs
         .iter()
@@ -117,9 +117,13 @@ type ModelInputs = (
 );
 
 /// The model's inputs: read from the ONNX file, or, for a model file acceval does not read
-/// itself (an Ascend `.om`), declared by the backend that loaded it (the session is then
-/// returned, loaded once).
-fn model_inputs(model: &Path, s: &RunSettings) -> Result<ModelInputs, Error> {
+/// itself (an Ascend `.om`, a TorchScript `.pt`), declared by the backend that loaded it (the
+/// session is then returned, loaded once).
+pub(super) fn model_inputs(
+    model: &Path,
+    backend_settings: &BackendSettings,
+    placement: bool,
+) -> Result<ModelInputs, Error> {
     let onnx = model
         .extension()
         .is_none_or(|e| e.eq_ignore_ascii_case("onnx"));
@@ -128,8 +132,8 @@ fn model_inputs(model: &Path, s: &RunSettings) -> Result<ModelInputs, Error> {
     }
     let session = backend::load(
         model,
-        &s.backend.spec,
-        &s.backend.load_options(Vec::new(), s.placement),
+        &backend_settings.spec,
+        &backend_settings.load_options(Vec::new(), placement),
     )?;
     match session.declared_inputs() {
         Some(d) => Ok((
