@@ -399,12 +399,7 @@ fn acl_bench_times_copies_apart_and_dcmi_energy_is_the_ramp_integral() {
     assert!(total >= p50("h2d") + p50("d2h"), "{total}");
     assert!(r["copies"].as_str().unwrap().contains("aclrtMemcpy"));
     let tm = &r["telemetry"];
-    let e = tm["energy"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["device"] == "npu0")
-        .unwrap_or_else(|| panic!("no npu0 energy: {tm}"));
+    let e = find(&tm["energy"], "device", "npu0");
     assert_eq!(e["method"], "trapezoid of power samples");
     // The ramp P(t) = base + slope·(t − t0) over the window [origin, origin + window].
     let a = r["origin_unix_ms"].as_f64().unwrap() / 1e3;
@@ -422,12 +417,7 @@ fn acl_bench_times_copies_apart_and_dcmi_energy_is_the_ramp_integral() {
         (peak - (base + slope * (b - t0))).abs() < 0.5,
         "peak {peak}"
     );
-    let util = tm["channels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "npu0.aicore_util_pct")
-        .unwrap();
+    let util = find(&tm["channels"], "name", "npu0.aicore_util_pct");
     assert!(util["samples"].as_u64().unwrap() >= 2, "{util}");
     assert!(util["definition"].as_str().unwrap().contains("emulated"));
 }
@@ -584,37 +574,48 @@ fn grade_on_the_emulated_npu_has_power_and_is_never_compliant() {
     assert!(md.contains("emulated"), "the report does not say emulated");
 }
 
+/// The element of `list` whose `key` is `value`.
+fn find<'a>(list: &'a Value, key: &str, value: &str) -> &'a Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x[key] == value)
+        .unwrap_or_else(|| panic!("no {key} = {value} in {list}"))
+}
+
+/// `bench --backend cpu` of squeezenet1_1, model only, 5 runs over `duration` s, with the
+/// emulators and `env`: the complete report.
+fn bench_cpu(duration: &str, env: &[(&str, String)]) -> Value {
+    let model = squeezenet();
+    let args = [
+        "bench",
+        "--backend",
+        "cpu",
+        "--model",
+        &model,
+        "--model-only",
+        "--runs",
+        "5",
+        "--duration",
+        duration,
+        "--json",
+    ];
+    bench_json(&acceval(&args, env))
+}
+
 #[test]
 fn nvml_faults_leave_the_run_complete_with_na_figures() {
     let t0 = now_s();
     // A healthy emulated GPU: energy from the counter, and the integral of its power beside.
-    let o = acceval(
-        &[
-            "bench",
-            "--backend",
-            "cpu",
-            "--model",
-            &squeezenet(),
-            "--model-only",
-            "--runs",
-            "5",
-            "--duration",
-            "3",
-            "--json",
-        ],
+    let r = bench_cpu(
+        "3",
         &[
             ("NVML_FAKE_T0", format!("{t0}")),
             ("NVML_FAKE_POWER_MAX", "1e9".to_string()),
         ],
     );
-    let r = bench_json(&o);
     let tm = &r["telemetry"];
-    let e = tm["energy"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["device"] == "gpu0")
-        .unwrap();
+    let e = find(&tm["energy"], "device", "gpu0");
     assert_eq!(e["method"], "energy counter");
     let a = r["origin_unix_ms"].as_f64().unwrap() / 1e3;
     let b = a + tm["window_s"].as_f64().unwrap();
@@ -631,49 +632,17 @@ fn nvml_faults_leave_the_run_complete_with_na_figures() {
     );
 
     // The GPU falls off the bus 1.5 s in: the run completes, power and energy are n/a.
-    let o = acceval(
-        &[
-            "bench",
-            "--backend",
-            "cpu",
-            "--model",
-            &squeezenet(),
-            "--model-only",
-            "--runs",
-            "5",
-            "--duration",
-            "3.5",
-            "--json",
-        ],
-        &[("NVML_FAKE_LOST_AFTER_S", "1.5".into())],
-    );
-    let r = bench_json(&o);
+    let r = bench_cpu("3.5", &[("NVML_FAKE_LOST_AFTER_S", "1.5".into())]);
     let tm = &r["telemetry"];
-    assert!(
-        tm["energy"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|e| e["device"] != "gpu0"),
-        "{tm}"
-    );
-    let na = tm["energy_na"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["device"] == "gpu0")
-        .unwrap();
+    let gpu_energy = tm["energy"].as_array().unwrap().iter();
+    assert!(gpu_energy.clone().all(|e| e["device"] != "gpu0"), "{tm}");
+    let na = find(&tm["energy_na"], "device", "gpu0");
     // nvml-wrapper's text for NVML_ERROR_GPU_IS_LOST.
     assert!(
         na["reason"].as_str().unwrap().contains("fell off the bus"),
         "{na}"
     );
-    let power = tm["channels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "gpu0.power_w")
-        .unwrap();
+    let power = find(&tm["channels"], "name", "gpu0.power_w");
     assert!(
         power["mean"].is_null(),
         "a lost GPU's mean power must be n/a: {power}"
@@ -685,39 +654,16 @@ fn nvml_faults_leave_the_run_complete_with_na_figures() {
 
     // One failed power read mid-run: the counter still gives energy; the power integral is
     // not claimed, and the failure is said.
-    let o = acceval(
-        &[
-            "bench",
-            "--backend",
-            "cpu",
-            "--model",
-            &squeezenet(),
-            "--model-only",
-            "--runs",
-            "5",
-            "--duration",
-            "3",
-            "--json",
-        ],
+    let r = bench_cpu(
+        "3",
         &[("NVML_FAKE_FAIL", "nvmlDeviceGetPowerUsage:999@3".into())],
     );
-    let r = bench_json(&o);
     let tm = &r["telemetry"];
-    let e = tm["energy"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["device"] == "gpu0")
-        .unwrap();
+    let e = find(&tm["energy"], "device", "gpu0");
     assert_eq!(e["method"], "energy counter");
     assert!(e["power_integral_j"].is_null(), "{e}");
     assert!(e["peak_power_w"].is_null(), "{e}");
-    let power = tm["channels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "gpu0.power_w")
-        .unwrap();
+    let power = find(&tm["channels"], "name", "gpu0.power_w");
     assert!(
         power["failure"].as_str().unwrap().starts_with("1 of "),
         "{power}"
