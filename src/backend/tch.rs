@@ -20,20 +20,20 @@ pub struct TchBackend;
 
 pub static TCH: TchBackend = TchBackend;
 
-/// Whether `path` is a zip archive (TorchScript files are; ONNX files are protobuf).
+/// Whether `path` is a regular file holding a zip archive (TorchScript files are; ONNX files
+/// are protobuf). A FIFO or device is not opened for reading (it could block forever).
 pub fn is_torchscript(path: &Path) -> bool {
     use std::io::Read;
     let mut magic = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|_| &magic == b"PK\x03\x04")
+    crate::model::load::open_regular(path)
+        .is_ok_and(|(mut f, _)| f.read_exact(&mut magic).is_ok() && &magic == b"PK\x03\x04")
 }
 
 /// The argument names of `forward` (after `self`), from the TorchScript archive's code
 /// (`<name>/code/__torch__/....py`, which holds `def forward(self, x: Tensor, ...)`); empty
 /// when no code file declares it.
 pub fn forward_arguments(path: &Path) -> Vec<String> {
-    let Ok(file) = std::fs::File::open(path) else {
+    let Ok((file, _)) = crate::model::load::open_regular(path) else {
         return Vec::new();
     };
     let Ok(mut zip) = zip::ZipArchive::new(file) else {

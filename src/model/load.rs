@@ -120,6 +120,28 @@ fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
     o.open(path)
 }
 
+/// Opens `path` for reading if it is a regular file: checked before opening (a FIFO would
+/// block `open()`, a device would never end) and again on the opened handle, opened
+/// non-blocking. Every reader of a user's model file goes through here.
+pub fn open_regular(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), LoadError> {
+    let open_err = |source| LoadError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let not_file = || LoadError::NotAFile {
+        path: path.to_path_buf(),
+    };
+    if !std::fs::metadata(path).map_err(open_err)?.is_file() {
+        return Err(not_file());
+    }
+    let file = open_nonblocking(path).map_err(open_err)?;
+    let meta = file.metadata().map_err(open_err)?;
+    if !meta.is_file() {
+        return Err(not_file());
+    }
+    Ok((file, meta))
+}
+
 impl OnnxFile {
     /// Opens and decodes `path` without copying tensor data.
     pub fn open(path: &Path) -> Result<OnnxFile, LoadError> {
@@ -127,17 +149,7 @@ impl OnnxFile {
             path: path.to_path_buf(),
             source,
         };
-        let not_file = || LoadError::NotAFile {
-            path: path.to_path_buf(),
-        };
-        if !std::fs::metadata(path).map_err(open_err)?.is_file() {
-            return Err(not_file());
-        }
-        let file = open_nonblocking(path).map_err(open_err)?;
-        let meta = file.metadata().map_err(open_err)?;
-        if !meta.is_file() {
-            return Err(not_file());
-        }
+        let (file, meta) = open_regular(path)?;
         if meta.len() == 0 {
             return Err(LoadError::Empty {
                 path: path.to_path_buf(),
