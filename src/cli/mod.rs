@@ -306,6 +306,16 @@ pub struct TrainArgs {
     /// or train.mllog in --out].
     #[arg(long, value_name = "FILE")]
     pub mllog: Option<PathBuf>,
+    /// MLPerf's submission_org in the mllog (who submits; never guessed: without it the
+    /// mllog lacks the field and MLPerf's compliance checker refuses it).
+    #[arg(long, value_name = "ORG")]
+    pub submission_org: Option<String>,
+    /// MLPerf's submission_platform in the mllog (the system's name).
+    #[arg(long, value_name = "NAME")]
+    pub submission_platform: Option<String>,
+    /// MLPerf's submission_division in the mllog.
+    #[arg(long, value_enum)]
+    pub submission_division: Option<crate::report::schema::train::Division>,
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
     #[command(flatten)]

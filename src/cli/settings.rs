@@ -153,6 +153,11 @@ impl TrainArgs {
             save_weights: self.save_weights.clone(),
             export_onnx: self.export_onnx.clone(),
             mllog,
+            submission: crate::train::Submission {
+                org: self.submission_org.clone(),
+                platform: self.submission_platform.clone(),
+                division: self.submission_division,
+            },
             peak_power: self.peak_power,
             command_line: std::env::args().collect(),
         })

@@ -159,6 +159,11 @@ pub fn train_settings(
         save_weights: None,
         export_onnx: None,
         mllog: Some(dir.join("train.mllog")),
+        submission: crate::train::Submission {
+            org: t.submission_org.clone(),
+            platform: t.submission_platform.clone(),
+            division: t.submission_division,
+        },
         peak_power: false,
         command_line: vec![format!("acceval grade ([train] {})", t.workload)],
     }

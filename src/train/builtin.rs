@@ -191,8 +191,16 @@ pub fn run_once(
     log.start("init_start", &[]);
     let (graph, mut opt) = graph_and_optimizer(s, w, dev, dt)?;
     let batch = s.batch.unwrap_or(w.default_batch());
+    let benchmark = match &s.source {
+        super::Source::Builtin(name) => name.as_str(),
+        super::Source::Exec(_) => "exec",
+    };
+    log.submission(&s.submission, benchmark);
+    // acceval drops no OS caches (the data is in memory from the start): said as false.
+    log.event("cache_clear", false.into(), &[]);
     log.event("seed", s.seed.into(), &[]);
     log.event("global_batch_size", batch.into(), &[]);
+    log.event("gradient_accumulation_steps", 1.into(), &[]);
     log.event("opt_name", "adamw".into(), &[]);
     log.event("train_samples", w.train_len().into(), &[]);
     log.end("init_stop", &[]);
@@ -201,6 +209,8 @@ pub fn run_once(
     let mut epochs = Epochs::default();
     let mut step_ms = Vec::new();
     let mut steps_done = 0usize;
+    // Samples trained so far (MLPerf's samples_count at an evaluation).
+    let mut trained = 0u64;
     let mut error = None;
     let mut final_eval = None;
     progress.set_length((s.epochs * w.train_len().div_ceil(batch)) as u64);
@@ -215,6 +225,7 @@ pub fn run_once(
         }
         steps_done += ep.steps;
         let (losses, samples) = (ep.losses, ep.samples);
+        trained += samples;
         if error.is_none() {
             error = ep.error;
         }
@@ -242,14 +253,14 @@ pub fn run_once(
             ));
             continue;
         }
-        log.start("eval_start", &[("epoch_num", e as u64)]);
+        let at = [("epoch_num", e as u64), ("samples_count", trained)];
+        log.start("eval_start", &at);
         let ev = w.evaluate(&graph)?;
-        log.end("eval_stop", &[("epoch_num", e as u64)]);
-        log.event(
-            "eval_accuracy",
-            ev.held_out.value.into(),
-            &[("epoch_num", e as u64)],
-        );
+        log.end("eval_stop", &at);
+        if !log.has("eval_samples") {
+            log.event("eval_samples", ev.held_out.samples.into(), &[]);
+        }
+        log.event("eval_accuracy", ev.held_out.value.into(), &at);
         progress.note(format!(
             "epoch {e}: {:.2} s, loss {:.5}, held-out {} {:.4} (baseline {:.4})",
             (end - t_epoch).as_secs_f64(),

@@ -151,6 +151,26 @@ impl Log {
         self.push("POINT_IN_TIME", key, value, meta);
     }
     /// `run_stop` with `metadata.status` (`success` or `aborted`).
+    /// Whether an event of `key` is logged.
+    pub fn has(&self, key: &str) -> bool {
+        self.events.iter().any(|e| e.key == key)
+    }
+    /// MLPerf's submission fields: the benchmark (the workload trained) always, the
+    /// organisation, platform and division as the lab gave them (absent ones are not
+    /// written: MLPerf's checker then says which are missing).
+    pub fn submission(&mut self, s: &super::Submission, benchmark: &str) {
+        let given = [
+            ("submission_org", s.org.as_deref()),
+            ("submission_platform", s.platform.as_deref()),
+            ("submission_division", s.division.map(|d| d.as_str())),
+        ];
+        for (key, v) in given {
+            if let Some(v) = v {
+                self.event(key, v.into(), &[]);
+            }
+        }
+        self.event("submission_benchmark", benchmark.into(), &[]);
+    }
     pub fn run_stop(&mut self, success: bool) {
         self.push("INTERVAL_END", "run_stop", serde_json::Value::Null, &[]);
         if let Some(e) = self.events.last_mut() {

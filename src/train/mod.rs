@@ -29,8 +29,8 @@ use crate::measure::stats::Summary;
 use crate::report::schema::telemetry::State;
 use crate::report::schema::train::TRAIN_SCHEMA_VERSION;
 pub use crate::report::schema::train::{
-    DataRef, Epoch, EvalPoint, Measured, PeakPowerStep, PrecisionSupport, Repeat, RunSummary,
-    StepStats, Target, TrainMode, TrainPower, TrainReport,
+    DataRef, Division, Epoch, EvalPoint, Measured, PeakPowerStep, PrecisionSupport, Repeat,
+    RunSummary, StepStats, Submission, Target, TrainMode, TrainPower, TrainReport,
 };
 use crate::util::progress::Progress;
 use crate::util::signal::Cut;
@@ -159,6 +159,8 @@ pub struct TrainSettings {
     pub export_onnx: Option<PathBuf>,
     /// Where to write acceval's own mllog events.
     pub mllog: Option<PathBuf>,
+    /// MLPerf's submission fields for the mllog, as given.
+    pub submission: Submission,
     pub peak_power: bool,
     /// The command line (recorded beside saved weights).
     pub command_line: Vec<String>,

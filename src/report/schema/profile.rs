@@ -64,6 +64,12 @@ pub struct TrainSection {
     pub min_throughput_samples_per_s: Option<f64>,
     #[serde(default)]
     pub seed: u64,
+    /// MLPerf's `submission_org` for the mllog, as the lab attests it.
+    pub submission_org: Option<String>,
+    /// MLPerf's `submission_platform` (the system's name) for the mllog.
+    pub submission_platform: Option<String>,
+    /// MLPerf's `submission_division` for the mllog: closed or open.
+    pub submission_division: Option<super::train::Division>,
 }
 
 fn default_train_epochs() -> usize {
