@@ -143,6 +143,7 @@ impl Graph {
                 break;
             }
             match node.op_type.as_str() {
+                "LSTM" if self.fused_lstm(node, &mut env, &seqs)? => {}
                 "LSTM" => {
                     let x = &node.input[0];
                     let steps = match seqs.remove(x) {
@@ -188,6 +189,37 @@ impl Graph {
                     .ok_or_else(|| candle_core::Error::Msg(format!("no value '{o}' in the graph")))
             })
             .collect()
+    }
+
+    /// Runs `node` as the fused layer ([`super::lstm`]) when it can (CPU, f32, its input a
+    /// tensor): its outputs are then in `env`, and the answer is true.
+    fn fused_lstm(
+        &self,
+        node: &NodeProto,
+        env: &mut HashMap<String, Tensor>,
+        seqs: &HashMap<String, Vec<Tensor>>,
+    ) -> Result<bool> {
+        let x = &node.input[0];
+        let Some(xt) = env.get(x) else {
+            return Ok(false);
+        };
+        if seqs.contains_key(x) || !super::lstm::supported(xt.dtype(), xt.device()) {
+            return Ok(false);
+        }
+        let hidden = node.attr_i("hidden_size").unwrap_or(0) as usize;
+        let p = |i: usize| {
+            node.input
+                .get(i)
+                .and_then(|n| env.get(n))
+                .ok_or_else(|| candle_core::Error::Msg(format!("LSTM: no input {i}")))
+        };
+        let b = p(3)?.squeeze(0)?;
+        let bias = (b.narrow(0, 0, 4 * hidden)? + b.narrow(0, 4 * hidden, 4 * hidden)?)?;
+        let y = super::lstm::layer(xt, p(1)?, p(2)?, &bias, hidden)?;
+        let last = y.get(y.dim(0)? - 1)?;
+        env.insert(node.output[0].clone(), y.unsqueeze(1)?);
+        env.insert(node.output[1].clone(), last.unsqueeze(0)?);
+        Ok(true)
     }
 
     fn ints_of(&self, name: &str) -> Result<&[i64]> {

@@ -15,6 +15,7 @@ pub mod detect;
 pub mod exec;
 pub mod forecast;
 pub mod graph;
+pub mod lstm;
 pub mod mllog;
 pub mod timing;
 pub mod workload;
