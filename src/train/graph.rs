@@ -7,9 +7,10 @@
 //! target starts with 1 takes the batch instead. It leaves data, losses and the loop to the
 //! workloads.
 //!
-//! Two operators are written with differentiable primitives instead of candle's kernels:
-//! depthwise convolutions (nine shifted multiply-adds; candle splits grouped convolutions
-//! into one convolution per channel) and max pooling with a stride below its kernel
+//! Three operators are not candle's kernels: depthwise convolutions (a fused op with its
+//! own backward, `depthwise`, on the CPU in f32, else nine shifted multiply-adds; candle
+//! splits grouped convolutions into one convolution per channel), LSTM layers (the fused
+//! `lstm` op, on the CPU in f32), and max pooling with a stride below its kernel
 //! (candle 0.11 has no backward for it; the maximum of shifted views has one).
 
 use std::collections::HashMap;
@@ -373,7 +374,11 @@ fn conv(n: &NodeProto, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Ten
     let groups = n.attr_i("group").unwrap_or(1) as usize;
     let cin = x.dim(1)?;
     let y = if groups > 1 && groups == cin && w.dim(1)? == 1 {
-        depthwise(x, w, k, s, p)?
+        if super::depthwise::supported(x.dtype(), x.device()) {
+            super::depthwise::conv(x, w, super::depthwise::Depthwise { k, s, p })?
+        } else {
+            depthwise(x, w, k, s, p)?
+        }
     } else if k == 1 && s == 1 && p == 0 && groups == 1 {
         // A 1×1 convolution is a matrix product over the channels.
         let (bsz, c, h, wd) = x.dims4()?;
@@ -411,7 +416,8 @@ fn strided(x: &Tensor, dim: usize, off: usize, len: usize, s: usize) -> Result<T
     x.reshape(shape)?.narrow(dim + 1, 0, 1)?.squeeze(dim + 1)
 }
 
-/// Depthwise convolution: Σ over the kernel of w[c, 0, i, j] · x shifted by (i, j).
+/// Depthwise convolution: Σ over the kernel of w[c, 0, i, j] · x shifted by (i, j) (where
+/// the fused op, `super::depthwise`, does not run: not f32 or not on the CPU).
 fn depthwise(x: &Tensor, w: &Tensor, k: usize, s: usize, p: usize) -> Result<Tensor> {
     let (_, c, h, wd) = x.dims4()?;
     let xp = x.pad_with_zeros(2, p, p)?.pad_with_zeros(3, p, p)?;
@@ -521,6 +527,53 @@ mod tests {
             assert_eq!(a.dims(), b.dims(), "stride {s}");
             let d = (a - b).unwrap().abs().unwrap().max_all().unwrap();
             assert!(d.to_scalar::<f32>().unwrap() < 1e-4, "stride {s}");
+        }
+    }
+
+    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+        (a - b)
+            .and_then(|d| d.abs())
+            .and_then(|d| d.flatten_all())
+            .and_then(|d| d.max(0))
+            .and_then(|d| d.to_scalar::<f32>())
+            .unwrap()
+    }
+
+    /// The fused depthwise op against the shifted views (forward and both gradients, by
+    /// candle's autograd) and candle's grouped conv2d (forward), at strides 1 and 2, with
+    /// and without padding.
+    #[test]
+    fn fused_depthwise_matches_the_shifted_views_forward_and_backward() {
+        use super::super::depthwise::{Depthwise, conv};
+        let dev = Device::Cpu;
+        for (s, p, h, wd) in [(1, 1, 7, 6), (2, 1, 7, 6), (2, 0, 8, 9), (1, 2, 5, 5)] {
+            let x =
+                Var::from_tensor(&Tensor::randn(0f32, 1.0, (2, 3, h, wd), &dev).unwrap()).unwrap();
+            let w =
+                Var::from_tensor(&Tensor::randn(0f32, 1.0, (3, 1, 3, 3), &dev).unwrap()).unwrap();
+            let a = conv(&x, &w, Depthwise { k: 3, s, p }).unwrap();
+            let b = depthwise(&x, &w, 3, s, p).unwrap();
+            let c = x.conv2d(&w, p, s, 1, 3).unwrap();
+            assert_eq!(a.dims(), b.dims(), "stride {s} pad {p}");
+            assert!(max_diff(&a, &b) < 1e-4, "stride {s} pad {p}");
+            assert!(max_diff(&a, &c) < 1e-4, "stride {s} pad {p}");
+            let weights = Tensor::randn(0f32, 1.0, a.dims(), &dev).unwrap();
+            let ga = (a * &weights)
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .backward()
+                .unwrap();
+            let gb = (b * &weights)
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .backward()
+                .unwrap();
+            for (name, v) in [("x", &x), ("w", &w)] {
+                let d = max_diff(ga.get(v).unwrap(), gb.get(v).unwrap());
+                assert!(d < 1e-4, "d{name} at stride {s} pad {p}: {d}");
+            }
         }
     }
 

@@ -11,6 +11,7 @@
 
 pub mod builtin;
 pub mod classify;
+pub mod depthwise;
 pub mod detect;
 pub mod exec;
 pub mod forecast;
