@@ -24,7 +24,8 @@ case "$PROFILE" in
   release) cargo build --quiet --release --examples >&2 ;;
   *) echo "PROFILE must be debug or release" >&2; exit 2 ;;
 esac
-EX="target/$PROFILE/examples"
+# Where cargo put them: $CARGO_TARGET_DIR when set (relative to here, as cargo reads it).
+EX="${CARGO_TARGET_DIR:-target}/$PROFILE/examples"
 for f in libascendcl.so libdcmi.so libnvidia_ml.so atc npu-smi; do
   [ -f "$EX/$f" ] || { echo "fake-devices: $EX/$f was not built" >&2; exit 2; }
 done
