@@ -97,17 +97,6 @@ impl Depthwise {
     }
 }
 
-/// The contiguous f32 data of a CPU storage.
-fn slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
-    let CpuStorage::F32(v) = s else {
-        candle_core::bail!("depthwise: {what} must be f32");
-    };
-    let Some((a, b)) = l.contiguous_offsets() else {
-        candle_core::bail!("depthwise: {what} must be contiguous");
-    };
-    Ok(&v[a..b])
-}
-
 impl CustomOp2 for Depthwise {
     fn name(&self) -> &'static str {
         "acceval-depthwise-conv"
@@ -121,7 +110,9 @@ impl CustomOp2 for Depthwise {
         l2: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let d = self.dims(l1.dims(), l2.dims())?;
-        let y = self.forward(slice(s1, l1, "the input")?, slice(s2, l2, "the weight")?, d);
+        let x = super::lstm::cpu_f32(s1, l1, "depthwise: the input")?;
+        let w = super::lstm::cpu_f32(s2, l2, "depthwise: the weight")?;
+        let y = self.forward(x, w, d);
         Ok((CpuStorage::F32(y), Shape::from((d.n, d.c, d.oh, d.ow))))
     }
 

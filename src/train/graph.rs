@@ -475,7 +475,7 @@ fn maxpool(n: &NodeProto, x: &Tensor) -> Result<Tensor> {
 
 /// ONNX LSTM (forward, gates i, o, f, c; zero initial state) over the steps `xs`
 /// ([B, I] each): the hidden state of every step and the last one.
-fn lstm(
+pub(super) fn lstm(
     n: &NodeProto,
     xs: &[Tensor],
     w: &Tensor,
@@ -508,7 +508,7 @@ fn lstm(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::model::build::{Attr, attr, node};
 
@@ -530,7 +530,8 @@ mod tests {
         }
     }
 
-    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+    /// The largest absolute difference of two f32 tensors of one shape.
+    pub(crate) fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
         (a - b)
             .and_then(|d| d.abs())
             .and_then(|d| d.flatten_all())

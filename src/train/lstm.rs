@@ -68,13 +68,14 @@ fn tanh(x: f32) -> f32 {
     ((1.0 - e) / (1.0 + e)).copysign(x)
 }
 
-/// The contiguous f32 data of a CPU storage.
-fn slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
+/// The contiguous f32 data of a CPU storage (`what` names it in the error), for the
+/// trainer's custom ops.
+pub(super) fn cpu_f32<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
     let CpuStorage::F32(v) = s else {
-        candle_core::bail!("fused LSTM: {what} must be f32");
+        candle_core::bail!("{what} must be f32");
     };
     let Some((a, b)) = l.contiguous_offsets() else {
-        candle_core::bail!("fused LSTM: {what} must be contiguous");
+        candle_core::bail!("{what} must be contiguous");
     };
     Ok(&v[a..b])
 }
@@ -235,9 +236,9 @@ impl CustomOp3 for LstmSeq {
                 l3.shape()
             );
         }
-        let gx = slice(s1, l1, "the input gates")?;
-        let r = slice(s2, l2, "the recurrent weight")?;
-        let bias = slice(s3, l3, "the bias")?;
+        let gx = cpu_f32(s1, l1, "fused LSTM: the input gates")?;
+        let r = cpu_f32(s2, l2, "fused LSTM: the recurrent weight")?;
+        let bias = cpu_f32(s3, l3, "fused LSTM: the bias")?;
         let saved = forward(gx, r, bias, t_len, b, hd)?;
         let y = CpuStorage::F32(saved.h.clone());
         *self.saved.lock().unwrap_or_else(|e| e.into_inner()) = Some(saved);
@@ -348,38 +349,21 @@ mod tests {
     use super::*;
     use candle_core::Var;
 
-    /// The per-step LSTM from candle's ops (autograd through every step), as reference.
-    fn reference(x: &Tensor, w: &Tensor, r: &Tensor, bias: &Tensor, hd: usize) -> Result<Tensor> {
-        let (t_len, b, _) = x.dims3()?;
-        let wt = w.squeeze(0)?.t()?;
-        let rt = r.squeeze(0)?.t()?;
-        let mut h = Tensor::zeros((b, hd), DType::F32, &Device::Cpu)?;
-        let mut c = h.clone();
-        let mut hs = Vec::new();
-        for t in 0..t_len {
-            let g = (x.get(t)?.matmul(&wt)? + h.matmul(&rt)?)?.broadcast_add(bias)?;
-            let i = candle_nn::ops::sigmoid(&g.narrow(1, 0, hd)?)?;
-            let o = candle_nn::ops::sigmoid(&g.narrow(1, hd, hd)?)?;
-            let f = candle_nn::ops::sigmoid(&g.narrow(1, 2 * hd, hd)?)?;
-            let cc = g.narrow(1, 3 * hd, hd)?.tanh()?;
-            c = ((f * c)? + (i * cc)?)?;
-            h = (o * c.tanh()?)?;
-            hs.push(h.clone());
-        }
-        Tensor::stack(&hs, 0)
-    }
+    use crate::model::build::{Attr, attr, node};
+    use crate::train::graph::tests::max_diff;
 
-    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
-        (a - b)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .max(0)
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap()
+    /// The trainer's per-step LSTM (candle's ops, autograd through every step) over `x`
+    /// with ONNX's two biases `b2` [1, 8H], as reference.
+    fn reference(x: &Tensor, w: &Tensor, r: &Tensor, b2: &Tensor, hd: usize) -> Result<Tensor> {
+        let n = node(
+            "LSTM",
+            &["x", "w", "r", "b"],
+            &["y", "y_h"],
+            vec![attr("hidden_size", Attr::Int(hd as i64))],
+        );
+        let steps: Vec<Tensor> = (0..x.dim(0)?).map(|t| x.get(t)).collect::<Result<_>>()?;
+        let (hs, _) = crate::train::graph::lstm(&n, &steps, w, r, b2)?;
+        Tensor::stack(&hs, 0)
     }
 
     #[test]
@@ -389,15 +373,17 @@ mod tests {
         let x = Var::from_tensor(&(Tensor::randn(0f32, 1.0, (t_len, b, i), &dev)?))?;
         let w = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 4 * hd, i), &dev)?))?;
         let r = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 4 * hd, hd), &dev)?))?;
-        let bias = Var::from_tensor(&(Tensor::randn(0f32, 0.5, 4 * hd, &dev)?))?;
+        let b2 = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 8 * hd), &dev)?))?;
         // A loss that weights every step and unit differently.
         let weights = Tensor::randn(0f32, 1.0, (t_len, b, hd), &dev)?;
+        let sum = b2.squeeze(0)?;
+        let bias = (sum.narrow(0, 0, 4 * hd)? + sum.narrow(0, 4 * hd, 4 * hd)?)?;
         let fused = layer(&x, &w, &r, &bias, hd)?;
-        let slow = reference(&x, &w, &r, &bias, hd)?;
+        let slow = reference(&x, &w, &r, &b2, hd)?;
         assert!(max_diff(&fused, &slow) < 1e-5);
         let gf = (fused * &weights)?.sum_all()?.backward()?;
         let gs = (slow * &weights)?.sum_all()?.backward()?;
-        for (name, v) in [("x", &x), ("w", &w), ("r", &r), ("bias", &bias)] {
+        for (name, v) in [("x", &x), ("w", &w), ("r", &r), ("b", &b2)] {
             let (a, b) = (gf.get(v).unwrap(), gs.get(v).unwrap());
             let d = max_diff(a, b);
             assert!(d < 1e-4, "d{name}: {d}");
