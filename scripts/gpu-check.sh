@@ -173,6 +173,9 @@ PY
   LD_LIBRARY_PATH="$TLIB:$LD_LIBRARY_PATH" "$ACCEVAL_TCH_BIN" devices 2>&1 | grep -A2 '^  tch' | fenced
   LD_LIBRARY_PATH="$TLIB:$LD_LIBRARY_PATH" timeout 120 "$ACCEVAL_TCH_BIN" run --backend tch:cuda@0 \
     --model "$OUT/tch-m.pt" --shape input_0:1x3x32x32 --runs 200 2>&1 | tail -n 15 | fenced
+  # Training on libtorch's CUDA device (the same workload and batch as on the CPU).
+  LD_LIBRARY_PATH="$TLIB:$LD_LIBRARY_PATH" timeout 180 "$ACCEVAL_TCH_BIN" train --backend tch:cuda@0 \
+    --workload lstm-load-forecast --epochs 1 --samples 1024 --eval-samples 24 2>&1 | tail -n 12 | fenced
 else
   echo "not run: no ACCEVAL_TCH_BIN (a release binary built with --features tch)" >>"$SUMMARY"
 fi

@@ -131,6 +131,7 @@ impl TrainArgs {
                 .map(|p| p.with_extension("mllog"))
                 .or_else(|| output.out.as_ref().map(|d| d.join("train.mllog")))
         });
+        let (engine, device) = train_engine(&self.backend)?;
         Ok(TrainSettings {
             source,
             epochs: self.epochs,
@@ -140,7 +141,8 @@ impl TrainArgs {
             precision: self.precision.clone(),
             target: self.target.clone(),
             repeat: self.repeat,
-            device: train_device(&self.backend)?,
+            engine,
+            device,
             warmup_steps: self.warmup_steps,
             eval_every: self.eval_every,
             workload: workload::WorkloadOptions {
@@ -174,17 +176,30 @@ pub fn refuse(given: &Option<String>, flag: &str, instead: &str) -> anyhow::Resu
 }
 
 /// `train --backend`: `candle` (or `candle:cpu`) trains on the CPU, `candle:cuda@N` on GPU N;
-/// the device candle's trainer takes.
-pub fn train_device(backend: &str) -> anyhow::Result<crate::train::TrainDevice> {
+/// `tch`, `tch:cpu` and `tch:cuda@N` the same on libtorch: the engine and its device.
+pub fn train_engine(
+    backend: &str,
+) -> anyhow::Result<(crate::train::engine::Engine, crate::train::TrainDevice)> {
     use crate::train::TrainDevice;
+    use crate::train::engine::Engine;
     let spec: crate::backend::BackendSpec = backend
         .parse()
         .map_err(|e: String| anyhow::anyhow!("--backend {backend}: {e}"))?;
     match (spec.backend.as_str(), spec.provider.as_deref()) {
-        ("candle", None | Some("cpu")) if spec.device.is_none() => Ok(TrainDevice::Cpu),
-        ("candle", Some("cuda")) => Ok(TrainDevice::Cuda(spec.device.unwrap_or(0) as usize)),
+        ("candle", None | Some("cpu")) if spec.device.is_none() => {
+            Ok((Engine::Candle, TrainDevice::Cpu))
+        }
+        ("candle", Some("cuda")) => Ok((
+            Engine::Candle,
+            TrainDevice::Cuda(spec.device.unwrap_or(0) as usize),
+        )),
+        ("tch", None | Some("cpu")) if spec.device.is_none() => Ok((Engine::Tch, TrainDevice::Cpu)),
+        ("tch", Some("cuda")) => Ok((
+            Engine::Tch,
+            TrainDevice::Cuda(spec.device.unwrap_or(0) as usize),
+        )),
         _ => anyhow::bail!(
-            "--backend {backend}: training runs on candle: --backend candle (the CPU) or --backend candle:cuda@N (an NVIDIA GPU, with the candle-cuda feature)"
+            "--backend {backend}: training runs on candle or libtorch: --backend candle (the CPU), candle:cuda@N (an NVIDIA GPU, with the candle-cuda feature), tch or tch:cuda@N (libtorch, with the tch feature)"
         ),
     }
 }

@@ -143,6 +143,7 @@ pub fn train_settings(
         precision: "fp32".into(),
         target: t.target.clone(),
         repeat: 1,
+        engine: crate::train::engine::Engine::Candle,
         device: crate::train::TrainDevice::Cpu,
         warmup_steps: 1,
         eval_every: 1,

@@ -1,4 +1,5 @@
-//! The candle trainer: one run of a built-in workload. Steps: data → graph → optimizer →
+//! The trainer's loop: one run of a built-in workload on an engine (`engine`: candle or
+//! libtorch). Steps: data → graph → optimizer →
 //! epochs of timed steps (T0 when the batch is handed to the input, T1 after the update
 //! and the device's synchronisation) → an evaluation after each epoch (on the clock) →
 //! per-epoch telemetry from one sampler over the run → weights and mllog events.
@@ -7,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use candle_core::{DType, Device};
-use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 
+use super::engine::Trainer;
 use super::graph::Graph;
 use super::mllog::Log;
 use super::timing::Window;
@@ -61,21 +62,6 @@ struct EpochSteps {
     error: Option<Cut>,
 }
 
-/// One optimizer step: the gradients of `loss`, clipped to a total L2 norm of `max_norm`
-/// when one is given, then AdamW.
-fn optimizer_step(
-    opt: &mut AdamW,
-    graph: &Graph,
-    loss: &candle_core::Tensor,
-    max_norm: Option<f64>,
-) -> candle_core::Result<()> {
-    let mut grads = loss.backward()?;
-    if let Some(max) = max_norm {
-        clip_grad_norm(&mut grads, &graph.vars(), max)?;
-    }
-    opt.step(&grads)
-}
-
 /// Scales the gradients of `vars` down so that their total L2 norm is at most `max`, as
 /// `torch.nn.utils.clip_grad_norm_` does; returns the norm before clipping. candle has no
 /// such helper, hence these lines.
@@ -112,9 +98,7 @@ pub fn clip_grad_norm(
 fn train_epoch(
     s: &TrainSettings,
     w: &dyn Workload,
-    dev: &Device,
-    graph: &Graph,
-    opt: &mut AdamW,
+    trainer: &mut dyn Trainer,
     e: usize,
     batch: usize,
     progress: &Progress,
@@ -135,13 +119,10 @@ fn train_epoch(
             break;
         }
         let t0 = Instant::now();
-        let b = w.batch(chunk, dev, dtype(&s.precision))?;
-        let loss = w.loss(graph, &b)?;
-        optimizer_step(opt, graph, &loss, w.max_grad_norm())?;
-        dev.synchronize()?;
+        trainer.step(w, chunk)?;
         let ms = t0.elapsed().as_secs_f64() * 1e3;
         // The loss leaves the device after T1 (a copy that would synchronise).
-        let l = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+        let l = trainer.last_loss()?;
         if !l.is_finite() {
             out.error = Some(Cut::Failed(format!(
                 "the loss is {l} in epoch {e}: lower the learning rate"
@@ -158,25 +139,6 @@ fn train_epoch(
     Ok(out)
 }
 
-/// The workload's graph from its seeded weights, and AdamW over its variables.
-fn graph_and_optimizer(
-    s: &TrainSettings,
-    w: &dyn Workload,
-    dev: &Device,
-    dt: DType,
-) -> Result<(Graph, AdamW), super::Error> {
-    let graph = Graph::new(&w.model(), dev, dt, None)?;
-    let opt = AdamW::new(
-        graph.vars(),
-        ParamsAdamW {
-            lr: s.lr.unwrap_or(w.default_lr()),
-            weight_decay: 0.0,
-            ..Default::default()
-        },
-    )?;
-    Ok((graph, opt))
-}
-
 /// One training run.
 pub fn run_once(
     s: &TrainSettings,
@@ -186,10 +148,9 @@ pub fn run_once(
     progress: &Progress,
     stop: &AtomicBool,
 ) -> Result<RunResult, super::Error> {
-    let dt = dtype(&s.precision);
     let mut log = Log::default();
     log.start("init_start", &[]);
-    let (graph, mut opt) = graph_and_optimizer(s, w, dev, dt)?;
+    let mut trainer = super::engine::start(s, w, dev)?;
     let batch = s.batch.unwrap_or(w.default_batch());
     let benchmark = match &s.source {
         super::Source::Builtin(name) => name.as_str(),
@@ -217,7 +178,7 @@ pub fn run_once(
     'epochs: for e in 1..=s.epochs {
         log.start("epoch_start", &[("epoch_num", e as u64)]);
         let t_epoch = Instant::now();
-        let ep = train_epoch(s, w, dev, &graph, &mut opt, e, batch, progress, stop)?;
+        let ep = train_epoch(s, w, trainer.as_mut(), e, batch, progress, stop)?;
         for (i, ms) in ep.step_ms.into_iter().enumerate() {
             if steps_done + i >= s.warmup_steps {
                 step_ms.push(ms);
@@ -255,7 +216,7 @@ pub fn run_once(
         }
         let at = [("epoch_num", e as u64), ("samples_count", trained)];
         log.start("eval_start", &at);
-        let ev = w.evaluate(&graph)?;
+        let ev = trainer.evaluate(w)?;
         log.end("eval_stop", &at);
         if !log.has("eval_samples") {
             log.event("eval_samples", ev.held_out.samples.into(), &[]);
@@ -289,7 +250,7 @@ pub fn run_once(
         epochs,
         step_ms,
         warmup_steps: steps_done.min(s.warmup_steps),
-        graph,
+        graph: trainer.into_graph()?,
         log,
         error,
         final_eval,
@@ -323,8 +284,7 @@ pub fn peak_sweep(
     clock: &super::Clock,
     stop: &AtomicBool,
 ) -> Result<(Vec<SweepStep>, String), super::Error> {
-    let dt = dtype(&s.precision);
-    let (graph, mut opt) = graph_and_optimizer(s, w, dev, dt)?;
+    let mut trainer = super::engine::start(s, w, dev)?;
     let base = s.batch.unwrap_or(w.default_batch());
     let order: Vec<usize> = (0..w.train_len()).collect();
     let mut out: Vec<SweepStep> = Vec::new();
@@ -345,20 +305,14 @@ pub fn peak_sweep(
             );
         }
         let idx = &order[..batch];
-        let step = |opt: &mut AdamW| -> candle_core::Result<()> {
-            let b = w.batch(idx, dev, dt)?;
-            let loss = w.loss(&graph, &b)?;
-            optimizer_step(opt, &graph, &loss, w.max_grad_norm())?;
-            dev.synchronize()?;
-            Ok(())
-        };
-        if let Err(e) = step(&mut opt) {
+        let mut step = || trainer.step(w, idx);
+        if let Err(e) = step() {
             break format!("batch {batch} failed ({e}): taken as the memory limit");
         }
         let t0 = Instant::now();
         let mut failed = None;
         for _ in 0..SWEEP_STEPS {
-            if let Err(e) = step(&mut opt) {
+            if let Err(e) = step() {
                 failed = Some(e);
                 break;
             }

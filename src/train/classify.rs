@@ -126,6 +126,12 @@ impl Workload for Substation {
         let y = g.forward(&[("input", b.x.clone())], &["logits"])?;
         candle_nn::loss::cross_entropy(&y[0].to_dtype(DType::F32)?, &b.y)
     }
+    fn objective(&self) -> Option<super::engine::Objective> {
+        Some(super::engine::Objective {
+            outputs: vec!["logits".into()],
+            loss: super::engine::Loss::CrossEntropy,
+        })
+    }
     fn evaluate(&self, g: &Graph) -> Result<Evaluation> {
         let acc = accuracy(g, &self.heldout, self.size)?;
         let mut counts = [0usize; 10];

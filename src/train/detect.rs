@@ -323,55 +323,127 @@ fn expectation(logits: &Tensor) -> Result<Tensor> {
     prob.broadcast_mul(&bins)?.sum(D::Minus1)
 }
 
+/// What the loss needs besides the logits, computed without gradients from the batch's
+/// boxes and the detached predictions (the task-aligned assignment): framework-free, so
+/// candle's loss and libtorch's read the same numbers.
+pub struct Targets {
+    /// The classes' BCE targets [B, A, classes]: the aligned score of each positive.
+    pub cls: Vec<f32>,
+    /// The BCE, IoU and DFL sums are divided by this (the targets' sum, at least 1).
+    pub norm: f64,
+    /// Positives.
+    pub n: usize,
+    /// Each positive's row of the flattened [B·A] logits.
+    pub idx: Vec<i64>,
+    /// Per positive and side (l, t, r, b): −1 or 1, the anchor centre in pixels, the
+    /// stride; the corners are centre + sign · distance · stride.
+    pub sign: Vec<f32>,
+    pub centre: Vec<f32>,
+    pub stride: Vec<f32>,
+    /// The target box (x0, y0, x1, y1) in pixels, per positive.
+    pub target: Vec<f32>,
+    /// DFL's two-bin target over the 16 bins per side [n, 4, 16].
+    pub dfl: Vec<f32>,
+    /// The positive's weight [n].
+    pub weight: Vec<f32>,
+}
+
+/// The loss's gains: BCE, 1 − IoU, DFL (ultralytics' defaults).
+pub const GAINS: (f64, f64, f64) = (0.5, 7.5, 1.5);
+/// Classes and DFL bins of the head: its logits are [B, A, 4·REG_MAX + CLASSES].
+pub const HEAD: (usize, usize) = (CLASSES, REG_MAX);
+
+impl LineDetect {
+    /// The targets of a batch of `bsz` images from the detached box distances `dist`
+    /// [B·A, 4] (grid units), class scores `scores` [B·A, classes] (after the sigmoid) and
+    /// the batch's box rows (image, class, x0, y0, x1, y1).
+    pub fn targets(&self, dist: &[f32], scores: &[f32], rows: &[f32], bsz: usize) -> Targets {
+        let anc = anchors(self.size);
+        let a_n = anc.len();
+        let mut pos = Vec::new();
+        for img in 0..bsz {
+            let boxes: Vec<[f32; 5]> = rows
+                .chunks(6)
+                .filter(|r| r[0] as usize == img)
+                .map(|r| [r[1], r[2], r[3], r[4], r[5]])
+                .collect();
+            let pred: Vec<[f32; 4]> = (0..a_n)
+                .map(|a| {
+                    let d = &dist[(img * a_n + a) * 4..(img * a_n + a) * 4 + 4];
+                    let (ax, ay, s) = anc[a];
+                    [
+                        (ax - d[0]) * s,
+                        (ay - d[1]) * s,
+                        (ax + d[2]) * s,
+                        (ay + d[3]) * s,
+                    ]
+                })
+                .collect();
+            let sc = &scores[img * a_n * CLASSES..(img + 1) * a_n * CLASSES];
+            pos.extend(assign(&pred, sc, &boxes, &anc, img * a_n));
+        }
+        let mut cls = vec![0f32; bsz * a_n * CLASSES];
+        for p in &pos {
+            cls[p.flat * CLASSES + p.class] = p.weight;
+        }
+        let norm = cls.iter().sum::<f32>().max(1.0) as f64;
+        let n = pos.len();
+        let mut t = Targets {
+            cls,
+            norm,
+            n,
+            idx: Vec::with_capacity(n),
+            sign: Vec::with_capacity(4 * n),
+            centre: Vec::with_capacity(4 * n),
+            stride: Vec::with_capacity(4 * n),
+            target: Vec::with_capacity(4 * n),
+            dfl: vec![0f32; n * 4 * REG_MAX],
+            weight: Vec::with_capacity(n),
+        };
+        for (k, p) in pos.iter().enumerate() {
+            let (ax, ay, s) = anc[p.flat % a_n];
+            t.idx.push(p.flat as i64);
+            t.sign.extend([-1f32, -1.0, 1.0, 1.0]);
+            t.centre.extend([ax * s, ay * s, ax * s, ay * s]);
+            t.stride.extend([s; 4]);
+            t.target.extend(p.target);
+            let ltrb = [
+                ax - p.target[0] / s,
+                ay - p.target[1] / s,
+                p.target[2] / s - ax,
+                p.target[3] / s - ay,
+            ];
+            for (side, d) in ltrb.iter().enumerate() {
+                let d = d.clamp(0.0, REG_MAX as f32 - 1.01);
+                let lo = d.floor() as usize;
+                let base = (k * 4 + side) * REG_MAX;
+                t.dfl[base + lo] = lo as f32 + 1.0 - d;
+                t.dfl[base + lo + 1] = d - lo as f32;
+            }
+            t.weight.push(p.weight);
+        }
+        t
+    }
+}
+
 /// The losses of the positives: (1 − IoU) and DFL, weighted, summed.
-fn box_losses(
-    logits: &Tensor,
-    pos: &[Positive],
-    anc: &[(f32, f32, f32)],
-    a_n: usize,
-) -> Result<(Tensor, Tensor)> {
+fn box_losses(logits: &Tensor, tg: &Targets) -> Result<(Tensor, Tensor)> {
     let dev = logits.device();
     let dt = logits.dtype();
-    let idx: Vec<u32> = pos.iter().map(|p| p.flat as u32).collect();
+    let n = tg.n;
+    let idx: Vec<u32> = tg.idx.iter().map(|&i| i as u32).collect();
     let sel = logits
         .flatten_to(1)?
-        .index_select(&Tensor::from_vec(idx, pos.len(), dev)?, 0)?
+        .index_select(&Tensor::from_vec(idx, n, dev)?, 0)?
         .narrow(1, 0, 4 * REG_MAX)?
-        .reshape((pos.len(), 4, REG_MAX))?;
+        .reshape((n, 4, REG_MAX))?;
     let dist = expectation(&sel)?;
-    let mut sign = Vec::new();
-    let mut centre = Vec::new();
-    let mut stride = Vec::new();
-    let mut target = Vec::new();
-    let mut dfl_mask = vec![0f32; pos.len() * 4 * REG_MAX];
-    let mut weight = Vec::new();
-    for (k, p) in pos.iter().enumerate() {
-        let (ax, ay, s) = anc[p.flat % a_n];
-        sign.extend([-1f32, -1.0, 1.0, 1.0]);
-        centre.extend([ax * s, ay * s, ax * s, ay * s]);
-        stride.extend([s; 4]);
-        target.extend(p.target);
-        let ltrb = [
-            ax - p.target[0] / s,
-            ay - p.target[1] / s,
-            p.target[2] / s - ax,
-            p.target[3] / s - ay,
-        ];
-        for (side, d) in ltrb.iter().enumerate() {
-            let d = d.clamp(0.0, REG_MAX as f32 - 1.01);
-            let lo = d.floor() as usize;
-            let base = (k * 4 + side) * REG_MAX;
-            dfl_mask[base + lo] = lo as f32 + 1.0 - d;
-            dfl_mask[base + lo + 1] = d - lo as f32;
-        }
-        weight.push(p.weight);
-    }
-    let n = pos.len();
-    let t = |v: Vec<f32>, shape: &[usize]| Tensor::from_vec(v, shape, dev)?.to_dtype(dt);
+    let t = |v: &[f32], shape: &[usize]| Tensor::from_slice(v, shape, dev)?.to_dtype(dt);
     // Box corners: centre + sign · distance · stride.
-    let pb = (t(centre, &[n, 4])? + (dist * t(stride, &[n, 4])?)?.mul(&t(sign, &[n, 4])?)?)?;
-    let tb = t(target, &[n, 4])?;
-    let w = t(weight, &[n])?;
+    let pb = (t(&tg.centre, &[n, 4])?
+        + (dist * t(&tg.stride, &[n, 4])?)?.mul(&t(&tg.sign, &[n, 4])?)?)?;
+    let tb = t(&tg.target, &[n, 4])?;
+    let w = t(&tg.weight, &[n])?;
     let col = |x: &Tensor, i: usize| x.narrow(1, i, 1);
     let iw = col(&pb, 2)?
         .minimum(&col(&tb, 2)?)?
@@ -391,7 +463,7 @@ fn box_losses(
     let iou = (inter / union)?.squeeze(1)?;
     let iou_loss = (iou.affine(-1.0, 1.0)? * &w)?.sum_all()?;
     let logp = candle_nn::ops::log_softmax(&sel, D::Minus1)?;
-    let dfl = (logp * t(dfl_mask, &[n, 4, REG_MAX])?)?
+    let dfl = (logp * t(&tg.dfl, &[n, 4, REG_MAX])?)?
         .sum(D::Minus1)?
         .mean(1)?
         .neg()?;
@@ -516,7 +588,6 @@ impl Workload for LineDetect {
     fn loss(&self, g: &Graph, b: &Batch) -> Result<Tensor> {
         let logits = self.head(g, &b.x)?;
         let (bsz, a_n, _) = logits.dims3()?;
-        let anc = anchors(self.size);
         // The assignment reads the predictions without gradients.
         let box_logits = logits
             .narrow(2, 0, 4 * REG_MAX)?
@@ -531,45 +602,36 @@ impl Workload for LineDetect {
             .flatten_all()?
             .to_vec1()?;
         let rows: Vec<f32> = b.y.flatten_all()?.to_vec1()?;
-        let mut pos = Vec::new();
-        for img in 0..bsz {
-            let boxes: Vec<[f32; 5]> = rows
-                .chunks(6)
-                .filter(|r| r[0] as usize == img)
-                .map(|r| [r[1], r[2], r[3], r[4], r[5]])
-                .collect();
-            let pred: Vec<[f32; 4]> = (0..a_n)
-                .map(|a| {
-                    let d = &dist[(img * a_n + a) * 4..(img * a_n + a) * 4 + 4];
-                    let (ax, ay, s) = anc[a];
-                    [
-                        (ax - d[0]) * s,
-                        (ay - d[1]) * s,
-                        (ax + d[2]) * s,
-                        (ay + d[3]) * s,
-                    ]
-                })
-                .collect();
-            let sc = &scores[img * a_n * CLASSES..(img + 1) * a_n * CLASSES];
-            pos.extend(assign(&pred, sc, &boxes, &anc, img * a_n));
-        }
-        let mut target = vec![0f32; bsz * a_n * CLASSES];
-        for p in &pos {
-            target[p.flat * CLASSES + p.class] = p.weight;
-        }
-        let norm = target.iter().sum::<f32>().max(1.0) as f64;
-        let t =
-            Tensor::from_vec(target, (bsz, a_n, CLASSES), cls.device())?.to_dtype(cls.dtype())?;
+        let tg = self.targets(&dist, &scores, &rows, bsz);
+        let norm = tg.norm;
+        let t = Tensor::from_slice(&tg.cls, (bsz, a_n, CLASSES), cls.device())?
+            .to_dtype(cls.dtype())?;
         // BCE with logits: max(x, 0) − x·t + log(1 + e^−|x|).
         let bce =
             ((cls.relu()? - (&cls * &t)?)? + cls.abs()?.neg()?.exp()?.affine(1.0, 1.0)?.log()?)?;
         let cls_loss = (bce.sum_all()? / norm)?;
-        if pos.is_empty() {
-            return cls_loss.affine(0.5, 0.0);
+        let (g_cls, g_iou, g_dfl) = GAINS;
+        if tg.n == 0 {
+            return cls_loss.affine(g_cls, 0.0);
         }
-        let (iou_loss, dfl_loss) = box_losses(&logits, &pos, &anc, a_n)?;
-        let total = ((iou_loss / norm)?.affine(7.5, 0.0)? + cls_loss.affine(0.5, 0.0)?)?;
-        total + (dfl_loss / norm)?.affine(1.5, 0.0)?
+        let (iou_loss, dfl_loss) = box_losses(&logits, &tg)?;
+        let total = ((iou_loss / norm)?.affine(g_iou, 0.0)? + cls_loss.affine(g_cls, 0.0)?)?;
+        total + (dfl_loss / norm)?.affine(g_dfl, 0.0)?
+    }
+    fn objective(&self) -> Option<super::engine::Objective> {
+        Some(super::engine::Objective {
+            outputs: self.levels.clone(),
+            loss: super::engine::Loss::Detection,
+        })
+    }
+    fn detection_targets(
+        &self,
+        dist: &[f32],
+        scores: &[f32],
+        rows: &[f32],
+        bsz: usize,
+    ) -> Option<Targets> {
+        Some(self.targets(dist, scores, rows, bsz))
     }
     fn evaluate(&self, g: &Graph) -> Result<Evaluation> {
         let m640 = graph_at(ZOO_SIZE);

@@ -138,6 +138,12 @@ impl Workload for LoadForecast {
         let y = g.forward(&[("series", b.x.clone())], &["forecast"])?;
         candle_nn::loss::mse(&y[0], &b.y)
     }
+    fn objective(&self) -> Option<super::engine::Objective> {
+        Some(super::engine::Objective {
+            outputs: vec!["forecast".into()],
+            loss: super::engine::Loss::Mse,
+        })
+    }
     fn evaluate(&self, g: &Graph) -> Result<Evaluation> {
         let (mae, naive) = held_out_mae(g, &self.heldout, &self.eval_ends)?;
         Ok(Evaluation {

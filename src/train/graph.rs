@@ -42,7 +42,7 @@ pub fn is_trainable(name: &str) -> bool {
             .any(|s| name.ends_with(s))
 }
 
-fn float_values(t: &TensorProto) -> Option<Vec<f32>> {
+pub(super) fn float_values(t: &TensorProto) -> Option<Vec<f32>> {
     if t.dtype() != DataType::FLOAT {
         return None;
     }
@@ -50,7 +50,7 @@ fn float_values(t: &TensorProto) -> Option<Vec<f32>> {
         .map(|v| v.into_iter().map(|x| x as f32).collect())
 }
 
-fn dims_of(t: &TensorProto) -> Vec<usize> {
+pub(super) fn dims_of(t: &TensorProto) -> Vec<usize> {
     t.dims.iter().map(|&d| d.max(0) as usize).collect()
 }
 
@@ -324,7 +324,7 @@ impl Graph {
     }
 }
 
-fn axis_of(a: i64, rank: usize) -> usize {
+pub(super) fn axis_of(a: i64, rank: usize) -> usize {
     if a < 0 {
         (rank as i64 + a) as usize
     } else {
@@ -335,13 +335,19 @@ fn axis_of(a: i64, rank: usize) -> usize {
 /// ONNX Reshape with a batch in front: 0 copies the input's dimension, -1 is inferred, and
 /// a leading 1 that does not fit the element count becomes the batch.
 fn reshape(x: &Tensor, target: &[i64]) -> Result<Tensor> {
-    let numel = x.elem_count();
+    x.reshape(reshape_dims(x.dims(), target))
+}
+
+/// The dimensions [`reshape`] gives an input of dimensions `dims` (shared with libtorch's
+/// interpreter).
+pub(super) fn reshape_dims(dims_in: &[usize], target: &[i64]) -> Vec<usize> {
+    let numel: usize = dims_in.iter().product();
     let mut dims: Vec<i64> = target
         .iter()
         .enumerate()
         .map(|(i, &d)| {
             if d == 0 {
-                x.dims().get(i).copied().unwrap_or(1) as i64
+                dims_in.get(i).copied().unwrap_or(1) as i64
             } else {
                 d
             }
@@ -353,8 +359,7 @@ fn reshape(x: &Tensor, target: &[i64]) -> Result<Tensor> {
     } else if known as usize != numel && dims.first() == Some(&1) {
         dims[0] = numel as i64 / dims[1..].iter().product::<i64>().max(1);
     }
-    let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
-    x.reshape(dims)
+    dims.iter().map(|&d| d.max(0) as usize).collect()
 }
 
 /// A convolution (square kernel, symmetric pads) with an optional bias.

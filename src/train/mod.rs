@@ -13,12 +13,15 @@ pub mod builtin;
 pub mod classify;
 pub mod depthwise;
 pub mod detect;
+pub mod engine;
 pub mod exec;
 pub mod forecast;
 pub mod graph;
 pub mod lstm;
 pub mod mllog;
 pub mod timing;
+#[cfg(feature = "tch")]
+pub mod torch;
 pub mod workload;
 
 use std::path::PathBuf;
@@ -79,6 +82,9 @@ pub enum Error {
     /// A tensor operation of the trainer failed.
     #[error(transparent)]
     Candle(#[from] candle_core::Error),
+    /// The libtorch trainer failed, or is not in this build.
+    #[error("training on libtorch: {0}")]
+    Torch(String),
     #[error("cannot start '{program}': {err}")]
     Start {
         program: String,
@@ -148,6 +154,8 @@ pub struct TrainSettings {
     pub precision: String,
     pub target: Option<Target>,
     pub repeat: usize,
+    /// The framework that trains a built-in workload.
+    pub engine: engine::Engine,
     pub device: TrainDevice,
     /// Steps left out of the step statistics (they stay in the total).
     pub warmup_steps: usize,
@@ -272,14 +280,37 @@ pub fn precision_support(dev: &candle_core::Device) -> Vec<PrecisionSupport> {
     .collect()
 }
 
+/// What trains on `--backend tch`: the libtorch that tch 0.26 is built for.
+pub const TCH_FRAMEWORK: &str = "libtorch 2.13.0 through tch 0.26 (acceval's interpreter of the zoo graph on libtorch operators, libtorch's AdamW)";
+
+/// FP16, FP32 and FP64 on libtorch (§6 e), or why the engine is absent.
+fn tch_precision_support(s: &TrainSettings) -> Result<Vec<PrecisionSupport>, Error> {
+    #[cfg(feature = "tch")]
+    {
+        Ok(torch::precision_support(s.device))
+    }
+    #[cfg(not(feature = "tch"))]
+    {
+        let _ = s;
+        Err(Error::Torch(engine::NOT_COMPILED.into()))
+    }
+}
+
 fn run_builtin(
     s: &TrainSettings,
     name: &str,
     progress: &Progress,
     stop: &AtomicBool,
 ) -> Result<TrainReport, Error> {
-    let dev = builtin::device(s.device)?;
-    let precisions = precision_support(&dev);
+    // The device candle trains on, or (libtorch) the one the batches are made on.
+    let (dev, precisions) = match s.engine {
+        engine::Engine::Candle => {
+            let dev = builtin::device(s.device)?;
+            let p = precision_support(&dev);
+            (dev, p)
+        }
+        engine::Engine::Tch => (candle_core::Device::Cpu, tch_precision_support(s)?),
+    };
     if let Some(p) = precisions.iter().find(|p| p.precision == s.precision)
         && !p.status.is_available()
     {
@@ -289,6 +320,7 @@ fn run_builtin(
         )
         .into());
     }
+    let kept = engine::keep_freed_memory();
     let mut runs = Vec::new();
     let mut last = None;
     for r in 0..s.repeat {
@@ -325,13 +357,12 @@ fn run_builtin(
         report.peak_power_sweep_stop = Some(end);
     }
     report.precisions = precisions;
+    if kept {
+        report.step_definition.push_str("; the process keeps the memory it frees for its next allocations (glibc mallopt: M_MMAP_MAX 0, M_TRIM_THRESHOLD 2 GiB), so a step does not pay the kernel's clearing of fresh pages");
+    }
     // candle's CPU kernels and its matrix products run on RAYON_NUM_THREADS threads, else
-    // one per core.
-    report.device = format!(
-        "{} ({} thread(s))",
-        format!("{dev:?}").to_lowercase(),
-        candle_core::utils::get_num_threads()
-    );
+    // one per core; libtorch is given the same number.
+    report.device = engine::device_text(s);
     report.files = files;
     report.held_out = result.final_eval.map(|e| e.held_out);
     report.repeat = (s.repeat > 1).then(|| repeat_summary(runs));
@@ -435,11 +466,7 @@ fn record(
         baseline: held.map(|h| h.baseline.clone()).unwrap_or_default(),
         baseline_value: held.map(|h| h.baseline_value).unwrap_or(f64::NAN),
         train_s: timing::process_age_s().unwrap_or(0.0),
-        device: format!(
-            "candle {} ({} thread(s))",
-            s.device,
-            candle_core::utils::get_num_threads()
-        ),
+        device: format!("{} {}", s.engine.name(), engine::device_text(s)),
         weights_sha256: crate::util::fs::sha256_hex(weights),
     }
 }
@@ -620,7 +647,10 @@ fn builtin_report(
     sensors: Vec<SensorStatus>,
 ) -> TrainReport {
     let mut rep = blank_report(s, TrainMode::Builtin, name.to_string());
-    rep.framework = "candle 0.11.1 (acceval's trainer)".into();
+    rep.framework = match s.engine {
+        engine::Engine::Candle => "candle 0.11.1 (acceval's trainer)".into(),
+        engine::Engine::Tch => TCH_FRAMEWORK.into(),
+    };
     let batch = s.batch.unwrap_or(w.default_batch());
     rep.batch = Measured::Value(batch as f64);
     rep.learning_rate = Measured::Value(s.lr.unwrap_or(w.default_lr()));

@@ -33,6 +33,22 @@ pub trait Workload {
     fn batch(&self, idx: &[usize], dev: &Device, dt: DType) -> Result<Batch>;
     /// The loss of the graph on a batch (a scalar).
     fn loss(&self, g: &Graph, b: &Batch) -> Result<Tensor>;
+    /// The same loss as an output and a loss a framework names, for the engines other than
+    /// candle; `None`: the loss is acceval's own code on candle (it trains on candle only).
+    fn objective(&self) -> Option<super::engine::Objective> {
+        None
+    }
+    /// A detection workload's loss targets (`engine::Loss::Detection`) from the detached
+    /// predictions and the batch's box rows; `None` for the others.
+    fn detection_targets(
+        &self,
+        _dist: &[f32],
+        _scores: &[f32],
+        _rows: &[f32],
+        _bsz: usize,
+    ) -> Option<super::detect::Targets> {
+        None
+    }
     /// The held-out metric beside its baseline.
     fn evaluate(&self, g: &Graph) -> Result<Evaluation>;
     /// Bytes of model input per sample (for MB/s and MB/J).
