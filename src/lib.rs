@@ -7,6 +7,7 @@
 pub mod accuracy;
 pub mod backend;
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod conformance;
 pub mod data;
@@ -65,6 +66,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Sign { dir, key } => commands::verify::sign(&dir, &key),
         cli::Command::Report { dir, format } => commands::report::run(&dir, &format),
         cli::Command::Profile { command } => commands::profile::run(command),
+        cli::Command::Cluster { command } => commands::cluster::run(command),
         cli::Command::Schemas { write, check } => commands::schemas::run(write, check),
     }
 }

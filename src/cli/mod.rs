@@ -114,6 +114,29 @@ pub enum Command {
         #[command(subcommand)]
         command: ProfileCommand,
     },
+    /// Cluster runs under a launcher (Slurm, Open MPI, MPICH, torchrun, Kubernetes).
+    Cluster {
+        #[command(subcommand)]
+        command: ClusterCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Which rank this process is, as acceval reads it from the launcher's environment
+    /// (run it under the launcher: `mpirun -np 3 acceval cluster rank`).
+    Rank {
+        /// This process's rank, by hand (with --world-size; for a launcher acceval does not
+        /// know).
+        #[arg(long)]
+        rank: Option<usize>,
+        /// The number of ranks, by hand (alone: a Kubernetes Indexed Job's completions).
+        #[arg(long)]
+        world_size: Option<usize>,
+        /// One JSON line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -265,7 +288,8 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 1, value_parser = parse::positive_count)]
     pub repeat: usize,
     /// Where it trains, in the backend vocabulary: candle (candle on the CPU, also
-    /// `candle:cpu`) or candle:cuda@N (needs the candle-cuda feature).
+    /// `candle:cpu`), candle:cuda@N (needs the candle-cuda feature), or tch / tch:cuda@N
+    /// (the same graph, data and loop on libtorch; needs the tch feature).
     #[arg(long, default_value = "candle", value_name = "BACKEND")]
     pub backend: String,
     /// Refused: devices are `--backend candle:cuda@N`, as in every other command.

@@ -2,6 +2,7 @@
 
 pub mod accuracy;
 pub mod bench;
+pub mod cluster;
 pub mod conformance;
 pub mod devices;
 pub mod grade;
