@@ -15,8 +15,14 @@ pub fn run(command: ClusterCommand) -> anyhow::Result<Outcome> {
                 rank: r,
                 world_size,
             };
-            let found = rank::from_env(given).map_err(|e| {
-                anyhow::anyhow!("{e}; give --rank and --world-size by hand for another launcher")
+            let found = rank::from_env(given).map_err(|e| match e {
+                rank::RankError::KubernetesNeedsSize { .. } => {
+                    anyhow::anyhow!("{e} (--world-size M, M the Job's completions)")
+                }
+                rank::RankError::HalfManual => anyhow::anyhow!("{e}: --rank R --world-size N"),
+                e => anyhow::anyhow!(
+                    "{e}; for a launcher acceval does not read, give --rank and --world-size"
+                ),
             })?;
             let host = Some(sysinfo::System::host_name().unwrap_or_default())
                 .filter(|h| !h.is_empty())
