@@ -1,7 +1,9 @@
 //! Cluster evaluation (§7.2.4 b, §7.2.5 b, §7.1.5 b; issue 25): acceval runs as one process
 //! per rank under a launcher that exists and never manages nodes itself. `rank` reads the
-//! launcher's environment.
+//! launcher's environment; `rendezvous` is where the ranks meet without MPI (barriers and
+//! clock offsets over TCP at `MASTER_ADDR:MASTER_PORT`).
 
 pub mod rank;
+pub mod rendezvous;
 
 pub use rank::{Given, Launcher, Rank, RankError};
