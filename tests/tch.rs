@@ -287,13 +287,7 @@ fn train(args: &[&str]) -> (std::process::Output, Value, Vec<String>) {
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(Value::Null);
     if !v.is_null() {
-        let schema = acceval::report::schema::schema_json("train.schema.json").unwrap();
-        let errors: Vec<String> = jsonschema::validator_for(&schema)
-            .unwrap()
-            .iter_errors(&v)
-            .map(|e| format!("{e} at {}", e.instance_path()))
-            .collect();
-        assert!(errors.is_empty(), "{errors:#?}");
+        common::assert_schema_valid("train.schema.json", &v);
     }
     let keys = std::fs::read_to_string(json.with_extension("mllog"))
         .unwrap_or_default()

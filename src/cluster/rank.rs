@@ -217,59 +217,39 @@ fn detect_unchecked(env: &dyn Fn(&str) -> Option<String>, given: Given) -> Resul
         let names: Vec<&str> = [Some(rv), Some(sv), lv, nv].into_iter().flatten().collect();
         return Ok(rank(launcher, r, w, local, node, &names));
     }
-    let in_step = env("SLURM_STEP_ID").is_some();
-    let slurm_size = |launcher| -> Result<Option<usize>, RankError> {
-        Ok(match num("SLURM_STEP_NUM_TASKS", launcher)? {
+    // PMIx direct launch and Slurm steps: the rank from `rank_var`, the rest from the step.
+    let slurm = |launcher, rank_var: &'static str| -> Result<Option<Rank>, RankError> {
+        let Some(r) = num(rank_var, launcher)? else {
+            return Ok(None);
+        };
+        let w = match num("SLURM_STEP_NUM_TASKS", launcher)? {
             Some(n) => Some(n),
             None => num("SLURM_NTASKS", launcher)?,
-        })
+        }
+        .ok_or(RankError::NoSize {
+            launcher,
+            rank_var,
+            size_var: "SLURM_STEP_NUM_TASKS",
+        })?;
+        let local = num("SLURM_LOCALID", launcher)?;
+        let node = num("SLURM_NODEID", launcher)?;
+        let names = [
+            rank_var,
+            "SLURM_STEP_ID",
+            "SLURM_STEP_NUM_TASKS",
+            "SLURM_NTASKS",
+            "SLURM_LOCALID",
+            "SLURM_NODEID",
+        ];
+        Ok(Some(rank(launcher, r, w, local, node, &names)))
     };
-    if let Some(r) = num("PMIX_RANK", Launcher::Pmix)? {
-        let w = slurm_size(Launcher::Pmix)?.ok_or(RankError::NoSize {
-            launcher: Launcher::Pmix,
-            rank_var: "PMIX_RANK",
-            size_var: "SLURM_STEP_NUM_TASKS",
-        })?;
-        let local = num("SLURM_LOCALID", Launcher::Pmix)?;
-        let node = num("SLURM_NODEID", Launcher::Pmix)?;
-        return Ok(rank(
-            Launcher::Pmix,
-            r,
-            w,
-            local,
-            node,
-            &[
-                "PMIX_RANK",
-                "SLURM_STEP_NUM_TASKS",
-                "SLURM_NTASKS",
-                "SLURM_LOCALID",
-                "SLURM_NODEID",
-            ],
-        ));
+    if let Some(r) = slurm(Launcher::Pmix, "PMIX_RANK")? {
+        return Ok(r);
     }
-    if in_step && let Some(r) = num("SLURM_PROCID", Launcher::Slurm)? {
-        let w = slurm_size(Launcher::Slurm)?.ok_or(RankError::NoSize {
-            launcher: Launcher::Slurm,
-            rank_var: "SLURM_PROCID",
-            size_var: "SLURM_STEP_NUM_TASKS",
-        })?;
-        let local = num("SLURM_LOCALID", Launcher::Slurm)?;
-        let node = num("SLURM_NODEID", Launcher::Slurm)?;
-        return Ok(rank(
-            Launcher::Slurm,
-            r,
-            w,
-            local,
-            node,
-            &[
-                "SLURM_PROCID",
-                "SLURM_STEP_ID",
-                "SLURM_STEP_NUM_TASKS",
-                "SLURM_NTASKS",
-                "SLURM_LOCALID",
-                "SLURM_NODEID",
-            ],
-        ));
+    if env("SLURM_STEP_ID").is_some()
+        && let Some(r) = slurm(Launcher::Slurm, "SLURM_PROCID")?
+    {
+        return Ok(r);
     }
     if let Some(index) = env("JOB_COMPLETION_INDEX") {
         let r = num("JOB_COMPLETION_INDEX", Launcher::Kubernetes)?.unwrap_or(0);
