@@ -32,8 +32,8 @@ fn rank_json(env: &[(&str, &str)], args: &[&str]) -> (i32, Value, String) {
     )
 }
 
-#[test]
-fn mpirun_starts_three_ranks_that_know_who_they_are() {
+/// Whether Debian's mpirun is here (skips the test otherwise, unless ACCEVAL_REQUIRE_MPI).
+fn have_mpirun() -> bool {
     let mpirun = std::process::Command::new("mpirun")
         .arg("--version")
         .output();
@@ -42,6 +42,191 @@ fn mpirun_starts_three_ranks_that_know_who_they_are() {
             "ACCEVAL_REQUIRE_MPI",
             "no mpirun (apt-get install openmpi-bin)",
         );
+        return false;
+    }
+    true
+}
+
+/// `mpirun -np 3` of a shell line (`$ACCEVAL` is the binary under test, `$OMPI_COMM_WORLD_RANK`
+/// the rank), without MASTER_ADDR: the ranks meet through the cluster folder.
+fn mpirun_sh(line: &str) -> std::process::Output {
+    let mut c = common::command();
+    let bin = assert_cmd::cargo::cargo_bin("acceval");
+    c.env_remove("MASTER_ADDR").env_remove("MASTER_PORT");
+    let mut m = std::process::Command::new("mpirun");
+    m.envs(c.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .env_remove("MASTER_ADDR")
+        .env_remove("MASTER_PORT")
+        .env("ACCEVAL", &bin)
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            "3",
+            "sh",
+            "-c",
+            line,
+        ]);
+    m.output().unwrap()
+}
+
+fn read_json(p: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap_or_default()).unwrap_or(Value::Null)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+#[test]
+fn mpirun_three_ranks_bench_their_shards_and_merge_recomputes_the_cluster_fps() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("run");
+    let o = mpirun_sh(&format!(
+        "exec \"$ACCEVAL\" bench --model lstm-load-forecast --cluster {} --runs 301 --warmup-runs 5",
+        d.display()
+    ));
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The ranks' own files: schema, shards (101, 100, 100: the remainder to rank 0), times.
+    let ranks: Vec<Value> = (0..3)
+        .map(|r| read_json(&d.join(format!("rank-{r}.json"))))
+        .collect();
+    let mut covered = vec![0u32; 301];
+    let (mut tis, mut tio) = (f64::INFINITY, f64::NEG_INFINITY);
+    for (r, v) in ranks.iter().enumerate() {
+        common::assert_schema_valid("cluster-rank.schema.json", v);
+        assert_eq!(v["rank"], r as u64);
+        assert_eq!(v["world_size"], 3);
+        assert_eq!(v["launcher"], "Open MPI (mpirun)", "{}", v["launcher"]);
+        assert_eq!(v["complete"], true, "{}", v["error"]);
+        let (a, b) = (
+            v["shard"]["start"].as_u64().unwrap() as usize,
+            v["shard"]["end"].as_u64().unwrap() as usize,
+        );
+        assert_eq!(b - a, if r == 0 { 101 } else { 100 });
+        assert_eq!(v["samples"].as_u64(), Some((b - a) as u64));
+        for c in &mut covered[a..b] {
+            *c += 1;
+        }
+        // The rank's times onto rank 0's clock with the mean of its two offsets.
+        let off = (f(&v["clock_offset_before"]["offset_s"])
+            + f(&v["clock_offset_after"]["offset_s"]))
+            / 2.0;
+        let (s, e) = (f(&v["start_unix_s"]) - off, f(&v["end_unix_s"]) - off);
+        assert!(
+            s >= f(&v["start_barrier_unix_s"]) - off - 0.01 && e > s,
+            "rank {r}: window {s}..{e}"
+        );
+        (tis, tio) = (tis.min(s), tio.max(e));
+        // The node's own report is there, over its shard.
+        assert_eq!(v["report"]["samples"].as_u64(), Some((b - a) as u64));
+    }
+    assert!(
+        covered.iter().all(|c| *c == 1),
+        "each sample once: {covered:?}"
+    );
+    let o = common::command()
+        .args(["merge", "--json"])
+        .arg(&d)
+        .output()
+        .unwrap();
+    let c: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{c}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    common::assert_schema_valid("cluster.schema.json", &c);
+    assert_eq!(c, read_json(&d.join("cluster.json")));
+    assert_eq!(c["valid"], true, "{}", c["problems"]);
+    assert_eq!(c["cluster"]["samples"], 301);
+    let fps = f(&c["cluster"]["fps"]["value"]);
+    let mine = 301.0 / (tio - tis);
+    assert!(
+        (fps / mine - 1.0).abs() < 0.005,
+        "merge's FPS {fps} vs {mine} recomputed from the rank files"
+    );
+    // One host: the offsets are within their bounds, the error bar is tight, and the
+    // barrier-to-barrier time (an upper bound on T) gives the lower FPS.
+    assert!(f(&c["cluster"]["fps_low"]) <= fps && fps <= f(&c["cluster"]["fps_high"]));
+    assert!(
+        f(&c["cluster"]["fps_barrier"]["value"]) <= fps * 1.001,
+        "{c}"
+    );
+    assert!(f(&c["cluster"]["imbalance"]) >= 1.0);
+    let md = std::fs::read_to_string(d.join("cluster.md")).unwrap();
+    assert!(md.contains("**VALID**") && md.contains("| 2 |"), "{md}");
+}
+
+#[test]
+fn a_rank_killed_mid_run_makes_the_cluster_run_invalid_and_is_named() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("run");
+    // Rank 1 is killed (SIGKILL) two seconds into a run of about a minute.
+    let run = format!(
+        "\"$ACCEVAL\" bench --model lstm-load-forecast --cluster {} --runs 30000 --cluster-timeout 60",
+        d.display()
+    );
+    let t = std::time::Instant::now();
+    let o = mpirun_sh(&format!(
+        "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then {run} & p=$!; sleep 2; kill -9 $p; exit 9; else exec {run}; fi"
+    ));
+    assert!(!o.status.success());
+    assert!(
+        t.elapsed().as_secs() < 60,
+        "the others did not wait out the run"
+    );
+    assert!(!d.join("rank-1.json").exists());
+    let o = common::command()
+        .args(["merge", "--json"])
+        .arg(&d)
+        .output()
+        .unwrap();
+    let c: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{c}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    common::assert_schema_valid("cluster.schema.json", &c);
+    assert_eq!(c["valid"], false);
+    assert_eq!(c["missing_ranks"], serde_json::json!([1]));
+    assert!(
+        c["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("rank 1 did not report"),
+        "{}",
+        c["problems"]
+    );
+    assert!(
+        c["cluster"]["fps"]["value"].is_null(),
+        "no FPS of the survivors"
+    );
+    // merge of a folder with no rank file says what to run.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let (code, _, err) = common::acceval(&["merge", empty.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(err.contains("bench --cluster"), "{err}");
+}
+
+#[test]
+fn mpirun_starts_three_ranks_that_know_who_they_are() {
+    if !have_mpirun() {
         return;
     }
     let bin = assert_cmd::cargo::cargo_bin("acceval");

@@ -114,6 +114,16 @@ pub enum Command {
         #[command(subcommand)]
         command: ProfileCommand,
     },
+    /// The cluster figures of a `bench --cluster DIR` run from its ranks' files (§7.2.4 b
+    /// FPS, per-node FPS, imbalance, energy): every rank must have reported, or the run is
+    /// INVALID (exit 1) and the missing or failed rank is named. Writes DIR/cluster.json and
+    /// DIR/cluster.md.
+    Merge {
+        dir: PathBuf,
+        /// Print the result as JSON on stdout (instead of the summary).
+        #[arg(long)]
+        json: bool,
+    },
     /// Cluster runs under a launcher (Slurm, Open MPI, MPICH, torchrun, Kubernetes).
     Cluster {
         #[command(subcommand)]
@@ -251,6 +261,29 @@ pub struct BenchArgs {
     /// Write the telemetry timeline as CSV.
     #[arg(long, value_name = "FILE")]
     pub export_telemetry: Option<PathBuf>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// One rank of a cluster run (issue 25; docs/cluster.md).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ClusterArgs {
+    /// Run as one rank of a cluster run started by a launcher (mpirun, srun, torchrun, a
+    /// Kubernetes Indexed Job): the --runs samples are split over the ranks, the ranks meet
+    /// at barriers around their timed windows, and each writes DIR/rank-<r>.json for
+    /// `acceval merge DIR` (DIR: a folder every rank can write).
+    #[arg(long, value_name = "DIR")]
+    pub cluster: Option<PathBuf>,
+    /// This process's rank, by hand (with --world-size; for a launcher acceval does not
+    /// read).
+    #[arg(long, requires = "cluster")]
+    pub rank: Option<usize>,
+    /// The number of ranks, by hand (alone: a Kubernetes Indexed Job's completions).
+    #[arg(long, requires = "cluster")]
+    pub world_size: Option<usize>,
+    /// The longest a rank waits for the others: to join, and at each barrier, s.
+    #[arg(long, default_value_t = 300.0, value_name = "S", value_parser = parse::positive_seconds, requires = "cluster")]
+    pub cluster_timeout: f64,
 }
 
 #[derive(Debug, Args)]

@@ -3,7 +3,9 @@
 //! launcher's environment; `rendezvous` is where the ranks meet without MPI (barriers and
 //! clock offsets over TCP at `MASTER_ADDR:MASTER_PORT`).
 
+pub mod merge;
 pub mod rank;
 pub mod rendezvous;
+pub mod run;
 
 pub use rank::{Given, Launcher, Rank, RankError};

@@ -150,12 +150,33 @@ pub fn join(rank: usize, world: usize, addr: &str, timeout: Duration) -> Result<
 }
 
 fn coordinate(world: usize, addr: &str, timeout: Duration) -> Result<Coordinator> {
+    coordinate_on(bind(addr)?, world, timeout)
+}
+
+/// Rank 0's listening socket at `addr` (`HOST:0` lets the system pick the port).
+pub fn bind(addr: &str) -> Result<TcpListener> {
     let listen_err = |err| RendezvousError::Listen {
         addr: addr.to_string(),
         err,
     };
     let listener = TcpListener::bind(addr).map_err(listen_err)?;
     listener.set_nonblocking(true).map_err(listen_err)?;
+    Ok(listener)
+}
+
+/// Rank 0 waits on `listener` for the `world - 1` other ranks.
+pub fn coordinate_on(
+    listener: TcpListener,
+    world: usize,
+    timeout: Duration,
+) -> Result<Coordinator> {
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| "its socket".to_string(), |a| a.to_string());
+    let listen_err = |err| RendezvousError::Listen {
+        addr: addr.clone(),
+        err,
+    };
     let deadline = Instant::now() + timeout;
     let mut peers: Vec<(usize, Line)> = Vec::new();
     while peers.len() + 1 < world {
@@ -203,14 +224,33 @@ fn coordinate(world: usize, addr: &str, timeout: Duration) -> Result<Coordinator
 }
 
 fn member(rank: usize, addr: &str, timeout: Duration) -> Result<Member> {
+    member_of(rank, &|| Some(addr.to_string()), timeout)
+}
+
+/// Another rank joins rank 0 at the address `addr()` gives, asked again before every try
+/// (rank 0 may publish it later, or replace a stale one); `None`: not known yet.
+pub fn member_of(
+    rank: usize,
+    addr: &dyn Fn() -> Option<String>,
+    timeout: Duration,
+) -> Result<Member> {
     let deadline = Instant::now() + timeout;
-    let err = |e: String| RendezvousError::Connect {
+    let mut last = String::from("(no address published)");
+    let err = |a: &str, e: String| RendezvousError::Connect {
         rank,
-        addr: addr.to_string(),
+        addr: a.to_string(),
         secs: timeout.as_secs_f64(),
         err: e,
     };
     let stream = loop {
+        let Some(addr) = addr() else {
+            if Instant::now() >= deadline {
+                return Err(err(&last, "rank 0 never published its address".into()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        last = addr.clone();
         let attempt = addr
             .to_socket_addrs()
             .map_err(|e| e.to_string())
@@ -220,14 +260,14 @@ fn member(rank: usize, addr: &str, timeout: Duration) -> Result<Member> {
             });
         match attempt {
             Ok(s) => break s,
-            Err(e) if Instant::now() >= deadline => return Err(err(e)),
+            Err(e) if Instant::now() >= deadline => return Err(err(&addr, e)),
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     };
-    let mut line = Line::new(stream, timeout).map_err(|e| err(e.to_string()))?;
-    line.send(&format!("hello {rank}"))
-        .map_err(|e| err(e.to_string()))?;
-    let reply = line.recv().map_err(|e| err(e.to_string()))?;
+    let err = |e: std::io::Error| err(&last, e.to_string());
+    let mut line = Line::new(stream, timeout).map_err(err)?;
+    line.send(&format!("hello {rank}")).map_err(err)?;
+    let reply = line.recv().map_err(err)?;
     if reply != "welcome" {
         return Err(RendezvousError::Protocol {
             line: reply,
@@ -252,15 +292,12 @@ impl Coordinator {
     }
 
     /// Waits until every rank is `ready`, then releases them all; the time rank 0 let go.
+    /// A rank that fails is named to the others (`abort`), so none waits out its deadline.
     pub fn barrier(&mut self) -> Result<f64> {
-        for (r, l) in &mut self.peers {
-            let got = l.recv().map_err(|e| Self::peer_err(*r, e))?;
-            if got != "ready" {
-                return Err(RendezvousError::Protocol {
-                    line: got,
-                    expected: "ready",
-                });
-            }
+        let r = self.gather();
+        if let Err(e) = &r {
+            self.abort(&e.to_string());
+            return r;
         }
         let t = unix_now();
         for (r, l) in &mut self.peers {
@@ -269,8 +306,41 @@ impl Coordinator {
         Ok(t)
     }
 
-    /// `n` probes of every rank's clock; its best offset, by rank (rank 0's own is 0).
+    fn gather(&mut self) -> Result<f64> {
+        for (r, l) in &mut self.peers {
+            let got = l.recv().map_err(|e| Self::peer_err(*r, e))?;
+            if got != "ready" {
+                return Err(RendezvousError::Peer {
+                    rank: *r,
+                    what: match got.strip_prefix("abort ") {
+                        Some(why) => why.to_string(),
+                        None => format!("said '{got}', expected ready"),
+                    },
+                });
+            }
+        }
+        Ok(unix_now())
+    }
+
+    /// Tells every rank still connected that the run is over, and why.
+    pub fn abort(&mut self, why: &str) {
+        let why = why.replace('\n', " ");
+        for (_, l) in &mut self.peers {
+            let _ = l.send(&format!("abort {why}"));
+        }
+    }
+
+    /// `n` probes of every rank's clock; its best offset, by rank (rank 0's own is 0). Each
+    /// rank is told its own offset.
     pub fn offsets(&mut self, n: usize) -> Result<Vec<(usize, Offset)>> {
+        let r = self.probe_all(n);
+        if let Err(e) = &r {
+            self.abort(&e.to_string());
+        }
+        r
+    }
+
+    fn probe_all(&mut self, n: usize) -> Result<Vec<(usize, Offset)>> {
         let mut out = vec![(
             0,
             Offset {
@@ -287,24 +357,32 @@ impl Coordinator {
                 let got = l.recv().map_err(|e| Self::peer_err(*r, e))?;
                 let t3 = unix_now();
                 let mut it = got.split_whitespace();
-                let (Some("time"), Some(t1), Some(t2)) = (it.next(), it.next(), it.next()) else {
+                let parsed = match (it.next(), it.next(), it.next()) {
+                    (Some("time"), Some(t1), Some(t2)) => {
+                        t1.parse::<f64>().ok().zip(t2.parse().ok())
+                    }
+                    _ => None,
+                };
+                let Some((t1, t2)) = parsed else {
                     return Err(RendezvousError::Protocol {
                         line: got,
                         expected: "time T1 T2",
                     });
                 };
-                let (Ok(t1), Ok(t2)) = (t1.parse::<f64>(), t2.parse::<f64>()) else {
-                    return Err(RendezvousError::Protocol {
-                        line: got.clone(),
-                        expected: "time T1 T2",
-                    });
-                };
                 probes.push(Probe { t0, t1, t2, t3 });
             }
-            l.send("done").map_err(|e| Self::peer_err(*r, e))?;
-            if let Some(o) = best_offset(&probes) {
-                out.push((*r, o));
-            }
+            let Some(o) = best_offset(&probes) else {
+                return Err(RendezvousError::Peer {
+                    rank: *r,
+                    what: "no clock probe came back with a finite round trip".into(),
+                });
+            };
+            l.send(&format!(
+                "done {:.9} {:.9} {}",
+                o.offset_s, o.error_s, o.probes
+            ))
+            .map_err(|e| Self::peer_err(*r, e))?;
+            out.push((*r, o));
         }
         Ok(out)
     }
@@ -319,7 +397,30 @@ impl Member {
     fn err(&self, e: std::io::Error) -> RendezvousError {
         RendezvousError::Peer {
             rank: 0,
-            what: format!("rank {} lost rank 0: {e}", self.rank),
+            what: if e.kind() == std::io::ErrorKind::WouldBlock
+                || e.kind() == std::io::ErrorKind::TimedOut
+            {
+                format!(
+                    "rank {} heard nothing from rank 0 within the deadline",
+                    self.rank
+                )
+            } else {
+                format!("rank {} lost rank 0: {e}", self.rank)
+            },
+        }
+    }
+
+    /// Rank 0's word for a failed run (`abort WHY`), or a protocol error.
+    fn unexpected(got: String, expected: &'static str) -> RendezvousError {
+        match got.strip_prefix("abort ") {
+            Some(why) => RendezvousError::Peer {
+                rank: 0,
+                what: format!("ended the run ({why})"),
+            },
+            None => RendezvousError::Protocol {
+                line: got,
+                expected,
+            },
         }
     }
 
@@ -328,35 +429,49 @@ impl Member {
         self.line.send("ready").map_err(|e| self.err(e))?;
         let got = self.line.recv().map_err(|e| self.err(e))?;
         if got != "go" {
-            return Err(RendezvousError::Protocol {
-                line: got,
-                expected: "go",
-            });
+            return Err(Self::unexpected(got, "go"));
         }
         Ok(unix_now())
     }
 
-    /// Answers rank 0's probes until it says `done`.
-    pub fn answer_probes(&mut self) -> Result<()> {
+    /// Tells rank 0 this rank cannot go on, and why (rank 0 names it to the others).
+    pub fn abort(&mut self, why: &str) {
+        let _ = self.line.send(&format!("abort {}", why.replace('\n', " ")));
+    }
+
+    /// Answers rank 0's probes until it says `done`; this rank's offset, as rank 0 found it.
+    pub fn answer_probes(&mut self) -> Result<Offset> {
         loop {
             let got = self.line.recv().map_err(|e| self.err(e))?;
-            match got.as_str() {
-                "probe" => {
-                    let t1 = unix_now();
-                    let t2 = unix_now();
-                    self.line
-                        .send(&format!("time {t1:.9} {t2:.9}"))
-                        .map_err(|e| self.err(e))?;
-                }
-                "done" => return Ok(()),
-                _ => {
-                    return Err(RendezvousError::Protocol {
-                        line: got,
-                        expected: "probe or done",
-                    });
-                }
+            if got == "probe" {
+                let t1 = unix_now();
+                let t2 = unix_now();
+                self.line
+                    .send(&format!("time {t1:.9} {t2:.9}"))
+                    .map_err(|e| self.err(e))?;
+                continue;
             }
+            let mut it = got.split_whitespace();
+            let parsed = match (it.next(), it.next(), it.next(), it.next()) {
+                (Some("done"), Some(o), Some(e), Some(n)) => {
+                    match (o.parse(), e.parse(), n.parse()) {
+                        (Ok(offset_s), Ok(error_s), Ok(probes)) => Some(Offset {
+                            offset_s,
+                            error_s,
+                            probes,
+                        }),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            return parsed.ok_or_else(|| Self::unexpected(got, "probe or done OFFSET ERROR N"));
         }
+    }
+
+    /// This rank's number.
+    pub fn rank(&self) -> usize {
+        self.rank
     }
 }
 
@@ -404,8 +519,8 @@ mod tests {
                         panic!("rank {r} is a member");
                     };
                     m.barrier().unwrap();
-                    m.answer_probes().unwrap();
-                    m.barrier().unwrap()
+                    let o = m.answer_probes().unwrap();
+                    (m.barrier().unwrap(), o)
                 })
             })
             .collect();
@@ -423,9 +538,14 @@ mod tests {
             assert!(o.offset_s.abs() <= o.error_s + 1e-3, "{o:?}");
             assert_eq!(o.probes, 8);
         }
-        for m in members {
-            let released = m.join().unwrap();
+        for (m, (r, o)) in members.into_iter().zip(&offs[1..]) {
+            let (released, told) = m.join().unwrap();
             assert!(released >= end - 1.0);
+            // Each rank was told what rank 0 measured (to the 1e-9 s the text carries).
+            assert!(
+                (told.offset_s - o.offset_s).abs() < 1e-8,
+                "rank {r}: {told:?} vs {o:?}"
+            );
         }
     }
 
@@ -449,5 +569,32 @@ mod tests {
             Ok(_) => panic!("no rank 0 listens there"),
         };
         assert!(e.to_string().contains("could not reach rank 0"), "{e}");
+    }
+
+    #[test]
+    fn a_rank_that_dies_before_a_barrier_is_named_to_the_others() {
+        let addr = free_addr();
+        let t = Duration::from_secs(20);
+        let a = addr.clone();
+        // Rank 1 joins and waits at the barrier; rank 2 joins and goes away.
+        let one = std::thread::spawn(move || {
+            let Node::Member(mut m) = join(1, 3, &a, t).unwrap() else {
+                panic!("rank 1 is a member");
+            };
+            m.barrier().map(|_| ())
+        });
+        let a = addr.clone();
+        let two = std::thread::spawn(move || join(2, 3, &a, t).map(|_| ()));
+        let Node::Coordinator(mut c) = join(0, 3, &addr, t).unwrap() else {
+            panic!("rank 0 coordinates");
+        };
+        two.join().unwrap().unwrap();
+        let e = c.barrier().unwrap_err();
+        assert!(
+            matches!(&e, RendezvousError::Peer { rank: 2, .. }),
+            "rank 0 names rank 2: {e}"
+        );
+        let e = one.join().unwrap().unwrap_err().to_string();
+        assert!(e.contains("rank 0: ended the run (rank 2"), "{e}");
     }
 }

@@ -11,6 +11,9 @@ use crate::util::signal::stop_flag;
 
 pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
     let s = args.settings()?;
+    if let Some(dir) = &args.cluster.cluster {
+        return cluster_rank(&args, s, dir);
+    }
     let progress = Progress::new(
         s.policy.runs as u64,
         "{spinner} {elapsed_precise} {pos} samples (min {len}) {msg}",
@@ -47,4 +50,169 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
             Outcome::NotCompliant
         },
     )
+}
+
+/// One rank of `bench --cluster DIR`: its shard of the --runs samples between the cluster's
+/// barriers, written to DIR/rank-<r>.json (also when it or the meeting fails).
+fn cluster_rank(
+    args: &BenchArgs,
+    mut s: bench::BenchSettings,
+    dir: &std::path::Path,
+) -> anyhow::Result<Outcome> {
+    use crate::cluster::run::{Part, host_name, meet};
+    use crate::cluster::{Given, rank};
+    use crate::report::schema::cluster::{RankReport, Shard};
+
+    if !s.batch.is_empty() || s.peak_power {
+        anyhow::bail!(
+            "--cluster times one pass over the samples; run --batch and --peak-power on one node"
+        );
+    }
+    let c = &args.cluster;
+    let found = rank::from_env(Given {
+        rank: c.rank,
+        world_size: c.world_size,
+    })
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; give --rank and --world-size by hand for a launcher acceval does not read"
+        )
+    })?;
+    let n = s.policy.runs;
+    if n < found.world_size {
+        anyhow::bail!(
+            "--runs {n} is the cluster's samples in all: it must be at least the {} ranks",
+            found.world_size
+        );
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("--cluster {}: {e}", dir.display()))?;
+    let shard = Shard::of(n, found.world_size, found.rank);
+    s.policy.runs = shard.len();
+    s.policy.duration_s = 0.0;
+    let mut file = RankReport {
+        schema: "acceval.cluster-rank/1".into(),
+        kind: "bench".into(),
+        rank: found.rank,
+        world_size: found.world_size,
+        local_rank: found.local_rank,
+        node: found.node,
+        host: host_name(),
+        launcher: found.launcher.to_string(),
+        launcher_source: found.source.clone(),
+        tool: format!(
+            "acceval {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            crate::util::build_info::commit()
+        ),
+        rendezvous: "n/a: the ranks did not meet".into(),
+        total_samples: n,
+        shard,
+        samples: 0,
+        start_unix_s: None,
+        end_unix_s: None,
+        start_barrier_unix_s: None,
+        end_barrier_unix_s: None,
+        clock_offset_before: None,
+        clock_offset_after: None,
+        complete: false,
+        error: None,
+        report: None,
+    };
+    let path = dir.join(format!("rank-{}.json", found.rank));
+    let write = |f: &RankReport| -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(f)?;
+        text.push('\n');
+        write_file(&path, text.as_bytes())?;
+        Ok(())
+    };
+    let fail = |f: &mut RankReport, e: String| -> anyhow::Error {
+        f.error = Some(e.clone());
+        match write(f) {
+            Ok(()) => anyhow::anyhow!("rank {}: {e} (written: {})", f.rank, path.display()),
+            Err(w) => anyhow::anyhow!(
+                "rank {}: {e}; and its file could not be written: {w}",
+                f.rank
+            ),
+        }
+    };
+    let timeout = std::time::Duration::from_secs_f64(c.cluster_timeout);
+    let mut meeting = match meet(&found, dir, timeout) {
+        Ok(m) => m,
+        Err(e) => return Err(fail(&mut file, format!("meeting the other ranks: {e}"))),
+    };
+    file.rendezvous = meeting.how.clone();
+    match meeting.clock() {
+        Ok(o) => file.clock_offset_before = Some(o),
+        Err(e) => return Err(fail(&mut file, format!("clock probes before the run: {e}"))),
+    }
+    let mut part = Part {
+        meeting: &mut meeting,
+        shard,
+        start_barrier_unix_s: None,
+        end_barrier_unix_s: None,
+        error: None,
+    };
+    let measured = bench::measure_part(&s, &Progress::hidden(), &stop_flag(), Some(&mut part));
+    let (start_b, end_b, part_error) = (
+        part.start_barrier_unix_s,
+        part.end_barrier_unix_s,
+        part.error.take(),
+    );
+    file.start_barrier_unix_s = start_b;
+    file.end_barrier_unix_s = end_b;
+    let report = match measured {
+        Ok(r) => r,
+        Err(e) => {
+            let e = format!("{}", crate::cli::flags::measure(e));
+            meeting.abort(&format!("rank {}: {e}", found.rank));
+            return Err(fail(&mut file, e));
+        }
+    };
+    if let (Some(o), Some(first), Some(last)) =
+        (report.origin_unix_ms, report.raw.first(), report.raw.last())
+    {
+        file.start_unix_s = Some((o + first.start_ms) / 1e3);
+        file.end_unix_s = Some((o + last.start_ms + last.total_ms) / 1e3);
+    }
+    file.samples = report.samples;
+    let mut error = part_error.or_else(|| report.error.clone());
+    if error.is_none() {
+        match meeting.clock() {
+            Ok(o) => file.clock_offset_after = Some(o),
+            Err(e) => error = Some(format!("clock probes after the run: {e}")),
+        }
+    }
+    if report.interrupted && error.is_none() {
+        error = Some("interrupted (Ctrl-C or SIGTERM)".into());
+    }
+    file.complete = error.is_none() && report.complete && report.samples == shard.len();
+    file.report = Some(report);
+    if let Some(e) = error {
+        return Err(fail(&mut file, e));
+    }
+    write(&file)?;
+    let t = file.end_unix_s.zip(file.start_unix_s).map(|(b, a)| b - a);
+    println!(
+        "rank {} of {} on {}: samples {}..{} ({}) in {} ({}); wrote {}",
+        file.rank,
+        file.world_size,
+        file.host,
+        shard.start,
+        shard.end,
+        file.samples,
+        t.map_or("n/a".into(), |t| format!("{t:.3} s")),
+        t.filter(|t| *t > 0.0).map_or("n/a".into(), |t| format!(
+            "{:.1} inferences/s",
+            file.samples as f64 / t
+        )),
+        path.display()
+    );
+    if file.rank == 0 {
+        println!(
+            "when every rank has finished: acceval merge {}",
+            dir.display()
+        );
+    }
+    Ok(Outcome::Ok)
 }

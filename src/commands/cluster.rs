@@ -55,3 +55,81 @@ pub fn run(command: ClusterCommand) -> anyhow::Result<Outcome> {
         }
     }
 }
+
+/// `acceval merge DIR`.
+pub fn merge(dir: &std::path::Path, json: bool) -> anyhow::Result<Outcome> {
+    use crate::cluster::merge;
+    let c = merge::merge(dir)?;
+    let mut text = serde_json::to_string_pretty(&c)?;
+    text.push('\n');
+    crate::util::fs::write_file(&dir.join("cluster.json"), text.as_bytes())?;
+    crate::util::fs::write_file(&dir.join("cluster.md"), merge::markdown(&c).as_bytes())?;
+    if json {
+        print!("{text}");
+    } else {
+        let k = &c.cluster;
+        let f = |v: Option<f64>, d: usize| v.map_or("n/a".to_string(), |v| format!("{v:.d$}"));
+        println!(
+            "cluster run {}: {} ({} of {} rank(s) reported; {} of N = {} samples)",
+            dir.display(),
+            if c.valid { "VALID" } else { "INVALID" },
+            c.ranks_found.len(),
+            c.world_size,
+            k.samples,
+            k.expected_samples
+        );
+        for p in &c.problems {
+            println!("  problem: {p}");
+        }
+        for n in &c.notes {
+            println!("  note: {n}");
+        }
+        match k.fps.value {
+            Some(v) => println!(
+                "  FPS (§7.2.4 b, N / (max Tio - min Tis)): {v:.2} inferences/s, error bar {} .. {} (T = {} s +- {} s)",
+                f(k.fps_low, 2),
+                f(k.fps_high, 2),
+                f(k.t_s, 6),
+                f(k.t_error_s, 6),
+            ),
+            None => println!("  FPS (§7.2.4 b): {}", k.fps.definition),
+        }
+        if let Some(v) = k.fps_barrier.value {
+            println!(
+                "  FPS barrier to barrier (rank 0's clock): {v:.2} inferences/s; imbalance {}",
+                f(k.imbalance, 3)
+            );
+        }
+        println!(
+            "  energy: {}",
+            k.energy_j.map_or_else(
+                || k.energy_na.clone().unwrap_or_default(),
+                |e| format!(
+                    "{e:.3} J, {} inferences/J",
+                    f(k.inferences_per_joule.value, 3)
+                )
+            )
+        );
+        for n in &c.nodes {
+            println!(
+                "  rank {} on {}: samples {}..{} ({}), {} inferences/s, offset {} s +- {} s, node {}",
+                n.rank,
+                n.host,
+                n.shard.start,
+                n.shard.end,
+                n.samples,
+                f(n.fps, 2),
+                n.offset_s.map_or("n/a".into(), |v| format!("{v:.2e}")),
+                n.offset_error_s
+                    .map_or("n/a".into(), |v| format!("{v:.2e}")),
+                n.node_validity
+            );
+        }
+        println!("wrote {0}/cluster.json and {0}/cluster.md", dir.display());
+    }
+    Ok(if c.valid {
+        Outcome::Ok
+    } else {
+        Outcome::NotCompliant
+    })
+}

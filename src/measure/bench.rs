@@ -397,11 +397,33 @@ fn one_sample(
     Ok(())
 }
 
+/// A rank's part in a cluster run (issue 25): which of the cluster's samples it runs, and
+/// the barriers around its timed window.
+pub trait ClusterPart {
+    /// The first of this rank's sample indices (sample k uses input k mod the inputs).
+    fn first_sample(&self) -> usize;
+    /// After the warm-up, right before the timed window; an error ends the run.
+    fn start(&mut self) -> Result<(), String>;
+    /// Right after the timed window.
+    fn end(&mut self);
+}
+
 /// Runs the whole measurement of `s`; `stop` ends it early (the report is then incomplete).
 pub fn measure(
     s: &BenchSettings,
     progress: &Progress,
     stop: &AtomicBool,
+) -> Result<BenchReport, Error> {
+    measure_part(s, progress, stop, None)
+}
+
+/// `measure` as one rank of a cluster run when `part` is given: `s.policy.runs` samples
+/// from `part.first_sample()`, between its barriers.
+pub fn measure_part(
+    s: &BenchSettings,
+    progress: &Progress,
+    stop: &AtomicBool,
+    part: Option<&mut dyn ClusterPart>,
 ) -> Result<BenchReport, Error> {
     if !(s.policy.percentile > 0.0 && s.policy.percentile < 1.0) {
         return Err(SettingError::says(
@@ -472,7 +494,7 @@ pub fn measure(
     };
 
     let (measured, recording, sensor_status) =
-        timed_loop(s, session.as_mut(), &spec, &work, progress, stop);
+        timed_loop(s, session.as_mut(), &spec, &work, progress, stop, part);
     let stage_names = stage_names(&work, session.info().copies.is_some());
     let mut report = summarise(SummaryInput {
         s,
@@ -529,6 +551,7 @@ fn timed_loop(
     work: &Work,
     progress: &Progress,
     stop: &AtomicBool,
+    part: Option<&mut dyn ClusterPart>,
 ) -> (Measured, Option<telemetry::Recording>, Vec<SensorStatus>) {
     let (sensors, sensor_status) = if s.telemetry.sample_ms > 0 {
         telemetry::probe(&telemetry::ProbeOptions {
@@ -541,21 +564,49 @@ fn timed_loop(
     progress.set_length(s.policy.runs as u64);
     let mut sampler = None;
     let every = Duration::from_millis(s.telemetry.sample_ms);
+    // In a cluster run the timed samples are the rank's shard (the warm-up cycles from 0),
+    // and a failed start barrier fails the first timed sample.
+    let first = part.as_ref().map(|p| p.first_sample());
+    let timed: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
+    let refused: std::cell::RefCell<Option<String>> = std::cell::RefCell::new(None);
+    let mut part = part;
     let measured = harness::run_windowed(
         &s.policy,
-        |i, st| one_sample(session, spec, work, i, st),
+        |i, st| {
+            let i = match (first, timed.get()) {
+                (Some(f), Some(k)) => {
+                    if let Some(e) = refused.borrow().as_ref() {
+                        return Err(Error::Cluster(e.clone()));
+                    }
+                    timed.set(Some(k + 1));
+                    f + k
+                }
+                _ => i,
+            };
+            one_sample(session, spec, work, i, st)
+        },
         stop,
         |k, mean| {
             progress.set_position(k as u64);
             progress.set_message(format!("mean {mean:.3} ms"));
         },
         || {
+            if let Some(p) = part.as_mut()
+                && let Err(e) = p.start()
+            {
+                *refused.borrow_mut() = Some(e);
+            }
+            timed.set(Some(0));
             if !every.is_zero() {
                 sampler = Some(telemetry::start(sensors, every));
             }
         },
     );
-    (measured, sampler.map(|x| x.stop()), sensor_status)
+    let recording = sampler.map(|x| x.stop());
+    if let Some(p) = part {
+        p.end();
+    }
+    (measured, recording, sensor_status)
 }
 
 /// What the report is made from.

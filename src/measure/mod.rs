@@ -76,6 +76,9 @@ pub enum Error {
     BatchOfFiles,
     #[error("batch {batch}: {error}")]
     Batch { batch: usize, error: String },
+    /// A cluster run's start barrier failed (issue 25): the rank runs no timed sample.
+    #[error("the cluster's start barrier: {0}")]
+    Cluster(String),
     #[error("cannot repeat the inputs to a batch: {0}")]
     Repeat(ndarray::ShapeError),
     #[error(transparent)]

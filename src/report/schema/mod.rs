@@ -9,6 +9,7 @@
 
 pub mod accuracy;
 pub mod bench;
+pub mod cluster;
 pub mod conformance;
 pub mod devices;
 pub mod grade;
@@ -66,6 +67,8 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
         ("zoo-list.schema.json", schema_for!(zoo::Listing)),
         ("qps.schema.json", schema_for!(qps::QpsReport)),
         ("llm.schema.json", schema_for!(llm::LlmReport)),
+        ("cluster-rank.schema.json", schema_for!(cluster::RankReport)),
+        ("cluster.schema.json", schema_for!(cluster::ClusterReport)),
     ]
 }
 

@@ -1,0 +1,486 @@
+//! `acceval merge DIR` (issue 25, point 3): the cluster's figures from the ranks' files.
+//! Every rank must have reported a complete run of the same model, inputs and tool, with
+//! shards that cover the N samples exactly once; otherwise the run is invalid and no cluster
+//! FPS is given (never "the FPS of the survivors").
+//!
+//! §7.2.4 b: FPS = N / T, T = max Tio − min Tis, each rank's times moved onto rank 0's clock
+//! by its measured offset (interpolated between the probes before and after the run); the
+//! offsets' error bounds give the FPS's error bar. Rank 0's barrier-to-barrier time (one
+//! clock, no offsets) is given beside it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::report::schema::bench::Figure;
+use crate::report::schema::cluster::{
+    ClockOffset, ClusterFigures, ClusterReport, NodeFigures, RankReport, Shard,
+};
+
+/// Why there is nothing to merge.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("cannot read {}: {err}", dir.display())]
+    Read { dir: PathBuf, err: std::io::Error },
+    #[error(
+        "{} holds no rank-<r>.json: run `acceval bench --cluster {}` under the launcher first",
+        dir.display(),
+        dir.display()
+    )]
+    Empty { dir: PathBuf },
+}
+
+/// The rank files of `dir`, by rank, and the problems met reading them.
+fn read_ranks(dir: &Path) -> Result<(BTreeMap<usize, RankReport>, Vec<String>), MergeError> {
+    let read_err = |err| MergeError::Read {
+        dir: dir.to_path_buf(),
+        err,
+    };
+    let mut ranks = BTreeMap::new();
+    let mut problems = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .map_err(read_err)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rank-") && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        return Err(MergeError::Empty {
+            dir: dir.to_path_buf(),
+        });
+    }
+    for name in names {
+        let parsed = std::fs::read_to_string(dir.join(&name))
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<RankReport>(&t).map_err(|e| e.to_string()));
+        match parsed {
+            Ok(r) if name != format!("rank-{}.json", r.rank) => {
+                problems.push(format!("{name} says it is rank {}", r.rank))
+            }
+            Ok(r) => {
+                ranks.insert(r.rank, r);
+            }
+            Err(e) => problems.push(format!("{name} is not a rank file: {e}")),
+        }
+    }
+    Ok((ranks, problems))
+}
+
+/// A rank's offset at time `t` (its clock): linear between the probes before and after
+/// the run; with its error bound.
+fn offset_at(
+    before: Option<ClockOffset>,
+    after: Option<ClockOffset>,
+    t: f64,
+) -> Option<(f64, f64)> {
+    match (before, after) {
+        (Some(b), Some(a)) if a.at_unix_s > b.at_unix_s => {
+            let w = ((t - b.at_unix_s) / (a.at_unix_s - b.at_unix_s)).clamp(0.0, 1.0);
+            Some((
+                b.offset_s + w * (a.offset_s - b.offset_s),
+                b.error_s.max(a.error_s),
+            ))
+        }
+        (Some(o), _) | (None, Some(o)) => Some((o.offset_s, o.error_s)),
+        (None, None) => None,
+    }
+}
+
+/// Checks that every rank ran what rank 0 (or the lowest rank present) ran.
+fn same_run(ranks: &BTreeMap<usize, RankReport>, problems: &mut Vec<String>) {
+    let Some((&r0, first)) = ranks.iter().next() else {
+        return;
+    };
+    let key = |r: &RankReport| {
+        let rep = r.report.as_ref();
+        [
+            ("world size", r.world_size.to_string()),
+            ("N (--runs)", r.total_samples.to_string()),
+            ("tool", r.tool.clone()),
+            ("kind", r.kind.clone()),
+            (
+                "model (SHA-256)",
+                rep.map_or("n/a".into(), |x| x.model_sha256.clone()),
+            ),
+            (
+                "inputs",
+                rep.map_or("n/a".into(), |x| {
+                    format!("{} ({} distinct)", x.inputs.source, x.inputs.count)
+                }),
+            ),
+            (
+                "backend",
+                rep.map_or("n/a".into(), |x| x.session.backend.clone()),
+            ),
+            (
+                "mode",
+                rep.map_or("n/a".into(), |x| format!("{:?}", x.mode)),
+            ),
+        ]
+    };
+    let want = key(first);
+    for (r, rank) in ranks.iter().skip(1) {
+        for ((what, theirs), (_, ours)) in key(rank).iter().zip(&want) {
+            // A rank without a report failed before measuring; its failure is named apart.
+            if theirs != ours && theirs != "n/a" && ours != "n/a" {
+                problems.push(format!(
+                    "rank {r} ran a different {what} than rank {r0}: {theirs} vs {ours}"
+                ));
+            }
+        }
+    }
+}
+
+/// The merged figures of the rank files in `dir`.
+pub fn merge(dir: &Path) -> Result<ClusterReport, MergeError> {
+    let (ranks, mut problems) = read_ranks(dir)?;
+    let mut notes = Vec::new();
+    let world = ranks.values().map(|r| r.world_size).max().unwrap_or(0);
+    let missing: Vec<usize> = (0..world).filter(|r| !ranks.contains_key(r)).collect();
+    for r in &missing {
+        problems.push(format!(
+            "rank {r} did not report (no rank-{r}.json): it died, hung or never started; the run is invalid"
+        ));
+    }
+    same_run(&ranks, &mut problems);
+    for (r, rank) in &ranks {
+        if !rank.complete {
+            problems.push(format!(
+                "rank {r} did not complete: {}",
+                rank.error.as_deref().unwrap_or("no reason recorded")
+            ));
+        }
+        let want = Shard::of(rank.total_samples, world.max(1), *r);
+        if rank.shard != want {
+            problems.push(format!(
+                "rank {r} ran samples {}..{}, its share of N = {} over {world} ranks is {}..{}",
+                rank.shard.start, rank.shard.end, rank.total_samples, want.start, want.end
+            ));
+        }
+    }
+    let n = ranks.values().map(|r| r.total_samples).max().unwrap_or(0);
+    let samples: usize = ranks.values().map(|r| r.samples).sum();
+    if samples != n {
+        problems.push(format!("the ranks ran {samples} samples in all, N is {n}"));
+    }
+
+    // Every rank's window on rank 0's clock.
+    struct W {
+        start: f64,
+        end: f64,
+        off: f64,
+        err: f64,
+    }
+    let windows: BTreeMap<usize, W> = ranks
+        .iter()
+        .filter_map(|(r, x)| {
+            let (tis, tio) = (x.start_unix_s?, x.end_unix_s?);
+            let (o1, e1) = offset_at(x.clock_offset_before, x.clock_offset_after, tis)?;
+            let (o2, e2) = offset_at(x.clock_offset_before, x.clock_offset_after, tio)?;
+            Some((
+                *r,
+                W {
+                    start: tis - o1,
+                    end: tio - o2,
+                    off: (o1 + o2) / 2.0,
+                    err: e1.max(e2),
+                },
+            ))
+        })
+        .collect();
+    for r in ranks.keys().filter(|r| !windows.contains_key(r)) {
+        if ranks[r].complete {
+            problems.push(format!(
+                "rank {r} has no timed window or clock offset on record"
+            ));
+        }
+    }
+    let valid = problems.is_empty();
+    let t0 = windows
+        .values()
+        .map(|w| w.start)
+        .min_by(f64::total_cmp)
+        .unwrap_or(0.0);
+    let first = windows
+        .iter()
+        .min_by(|a, b| a.1.start.total_cmp(&b.1.start));
+    let last = windows.iter().max_by(|a, b| a.1.end.total_cmp(&b.1.end));
+    let (t_s, t_error_s) = match (first, last, valid) {
+        (Some(a), Some(b), true) => (Some(b.1.end - a.1.start), Some(a.1.err + b.1.err)),
+        _ => (None, None),
+    };
+    let invalid = || {
+        format!(
+            "n/a: the run is invalid ({})",
+            problems.first().cloned().unwrap_or_default()
+        )
+    };
+    let fps = Figure {
+        value: t_s.filter(|t| *t > 0.0).map(|t| n as f64 / t),
+        unit: "inferences/s".into(),
+        definition: if valid {
+            "§7.2.4 b: N / (max Tio − min Tis), each rank's Tis and Tio on rank 0's clock (NTP-style offsets)".into()
+        } else {
+            invalid()
+        },
+    };
+    let (fps_low, fps_high) = match (t_s, t_error_s) {
+        (Some(t), Some(e)) => (
+            Some(n as f64 / (t + e)),
+            (t - e > 0.0).then(|| n as f64 / (t - e)),
+        ),
+        _ => (None, None),
+    };
+    let r0 = ranks.get(&0);
+    let barrier_t_s = r0
+        .and_then(|r| Some(r.end_barrier_unix_s? - r.start_barrier_unix_s?))
+        .filter(|_| valid);
+    let fps_barrier = Figure {
+        value: barrier_t_s.filter(|t| *t > 0.0).map(|t| n as f64 / t),
+        unit: "inferences/s".into(),
+        definition: if valid {
+            "N / (rank 0's end barrier − its start barrier): one clock, no offsets; includes a barrier's latency and the last rank's tail".into()
+        } else {
+            invalid()
+        },
+    };
+    if let (Some(t), Some(e), Some(b)) = (t_s, t_error_s, barrier_t_s)
+        && t > b + e + 1e-3
+    {
+        notes.push(format!(
+            "T = {t:.6} s exceeds the barrier-to-barrier time {b:.6} s by more than the offsets' bound ({e:.6} s): a clock moved during the run"
+        ));
+    }
+
+    // Per node, and the energy.
+    let mut hosts: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (r, x) in &ranks {
+        hosts.entry(x.host.as_str()).or_default().push(*r);
+    }
+    let shared: Vec<String> = hosts
+        .iter()
+        .filter(|(_, rs)| rs.len() > 1)
+        .map(|(h, rs)| format!("ranks {rs:?} share host {h}"))
+        .collect();
+    let mut nodes = Vec::new();
+    for (r, x) in &ranks {
+        let w = windows.get(r);
+        let node_t = w.map(|w| w.end - w.start);
+        let rep = x.report.as_ref();
+        let (energy_j, energy_na) = match rep.and_then(|r| r.telemetry.as_ref()) {
+            None => (
+                None,
+                Some("n/a: no telemetry (--sample-ms 0 or the run failed)".into()),
+            ),
+            Some(t) if t.energy.is_empty() => (
+                None,
+                Some(format!(
+                    "n/a: {}",
+                    t.energy_unavailable
+                        .as_deref()
+                        .unwrap_or("no energy sensor")
+                )),
+            ),
+            Some(t) => (Some(t.energy.iter().map(|e| e.joules).sum()), None),
+        };
+        nodes.push(NodeFigures {
+            rank: *r,
+            host: x.host.clone(),
+            shard: x.shard,
+            samples: x.samples,
+            start_s: w.map(|w| w.start - t0),
+            end_s: w.map(|w| w.end - t0),
+            fps: node_t.filter(|t| *t > 0.0).map(|t| x.samples as f64 / t),
+            offset_s: w.map(|w| w.off),
+            offset_error_s: w.map(|w| w.err),
+            node_validity: rep.map_or("n/a: not measured".into(), |r| {
+                let failed: Vec<_> = r
+                    .validity
+                    .rules
+                    .iter()
+                    .filter(|x| !x.passed)
+                    .map(|x| x.rule.clone())
+                    .collect();
+                if failed.is_empty() {
+                    format!("{:?}", r.validity.result)
+                } else {
+                    format!("{:?} ({})", r.validity.result, failed.join(", "))
+                }
+            }),
+            energy_j,
+            energy_na,
+        });
+    }
+    let times: Vec<f64> = windows.values().map(|w| w.end - w.start).collect();
+    let imbalance = (!times.is_empty() && valid).then(|| {
+        let mean = times.iter().sum::<f64>() / times.len() as f64;
+        times.iter().copied().fold(0.0, f64::max) / mean
+    });
+    let (energy_j, energy_na) = if !valid {
+        (None, Some(invalid()))
+    } else if !shared.is_empty() {
+        (
+            None,
+            Some(format!(
+                "n/a: {}: each rank's sensors read the whole machine, so a sum would count it more than once",
+                shared.join("; ")
+            )),
+        )
+    } else if let Some(na) = nodes
+        .iter()
+        .find_map(|n| n.energy_na.clone().map(|e| (n.rank, e)))
+    {
+        (None, Some(format!("n/a: rank {}: {}", na.0, na.1)))
+    } else {
+        (Some(nodes.iter().filter_map(|n| n.energy_j).sum()), None)
+    };
+    let inferences_per_joule = Figure {
+        value: energy_j.filter(|e| *e > 0.0).map(|e| n as f64 / e),
+        unit: "inferences/J".into(),
+        definition: match &energy_na {
+            None => "§7.1.7 b: N / the nodes' energy over their windows, summed".into(),
+            Some(na) => na.clone(),
+        },
+    };
+    let any = ranks.values().find_map(|r| r.report.as_ref());
+    Ok(ClusterReport {
+        schema: "acceval.cluster/1".into(),
+        dir: dir.display().to_string(),
+        kind: ranks
+            .values()
+            .next()
+            .map_or("bench".into(), |r| r.kind.clone()),
+        valid,
+        problems,
+        notes,
+        world_size: world,
+        ranks_found: ranks.keys().copied().collect(),
+        missing_ranks: missing,
+        model: any.map_or("n/a".into(), |r| r.model.clone()),
+        model_sha256: any.map_or("n/a".into(), |r| r.model_sha256.clone()),
+        backend: any.map_or("n/a".into(), |r| r.session.backend.clone()),
+        launcher: ranks
+            .values()
+            .next()
+            .map_or("n/a".into(), |r| r.launcher.clone()),
+        cluster: ClusterFigures {
+            expected_samples: n,
+            samples,
+            t_s,
+            t_error_s,
+            fps,
+            fps_low,
+            fps_high,
+            barrier_t_s,
+            fps_barrier,
+            imbalance,
+            energy_j,
+            energy_na,
+            inferences_per_joule,
+        },
+        nodes,
+    })
+}
+
+/// The merged figures as Markdown (DIR/cluster.md).
+pub fn markdown(c: &ClusterReport) -> String {
+    let f = |v: Option<f64>, d: usize| v.map_or("n/a".to_string(), |v| format!("{v:.d$}"));
+    let mut s = format!(
+        "# Cluster run: {}\n\n- Verdict: **{}**\n- Model: {} (SHA-256 {})\n- Backend: {}\n- Launcher: {}; {} rank(s), found {:?}\n",
+        c.dir,
+        if c.valid { "VALID" } else { "INVALID" },
+        c.model,
+        c.model_sha256,
+        c.backend,
+        c.launcher,
+        c.world_size,
+        c.ranks_found
+    );
+    for p in &c.problems {
+        s += &format!("- Problem: {p}\n");
+    }
+    for n in &c.notes {
+        s += &format!("- Note: {n}\n");
+    }
+    let k = &c.cluster;
+    s += &format!(
+        "\n| Figure | Value | Definition |\n|---|---|---|\n| Samples | {} of N = {} | Σ of the ranks' samples |\n| T | {} s ± {} s | max Tio − min Tis on rank 0's clock |\n| FPS | {} ({} – {}) {} | {} |\n| FPS, barrier to barrier | {} {} | {} |\n| Imbalance | {} | max node time / mean node time |\n| Energy | {} J | {} |\n| Inferences per joule | {} | {} |\n",
+        k.samples,
+        k.expected_samples,
+        f(k.t_s, 6),
+        f(k.t_error_s, 6),
+        f(k.fps.value, 2),
+        f(k.fps_low, 2),
+        f(k.fps_high, 2),
+        k.fps.unit,
+        k.fps.definition,
+        f(k.fps_barrier.value, 2),
+        k.fps_barrier.unit,
+        k.fps_barrier.definition,
+        f(k.imbalance, 3),
+        f(k.energy_j, 3),
+        k.energy_na
+            .as_deref()
+            .unwrap_or("the nodes' energy, summed"),
+        f(k.inferences_per_joule.value, 3),
+        k.inferences_per_joule.definition,
+    );
+    s += "\n| Rank | Host | Shard | Samples | Start s | End s | FPS | Offset s | ± s | Node verdict | Energy J |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for n in &c.nodes {
+        s += &format!(
+            "| {} | {} | {}..{} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            n.rank,
+            n.host,
+            n.shard.start,
+            n.shard.end,
+            n.samples,
+            f(n.start_s, 6),
+            f(n.end_s, 6),
+            f(n.fps, 2),
+            n.offset_s.map_or("n/a".into(), |v| format!("{v:.3e}")),
+            n.offset_error_s
+                .map_or("n/a".into(), |v| format!("{v:.3e}")),
+            n.node_validity,
+            n.energy_j.map_or_else(
+                || n.energy_na.clone().unwrap_or("n/a".into()),
+                |e| format!("{e:.3}")
+            ),
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_split_evenly_with_the_remainder_to_the_first_ranks() {
+        let s: Vec<_> = (0..3).map(|r| Shard::of(10, 3, r)).collect();
+        assert_eq!(
+            s.iter().map(|s| (s.start, s.end)).collect::<Vec<_>>(),
+            [(0, 4), (4, 7), (7, 10)]
+        );
+        assert_eq!(Shard::of(2, 3, 2).len(), 0);
+    }
+
+    #[test]
+    fn offsets_are_interpolated_between_the_probes() {
+        let b = ClockOffset {
+            offset_s: 0.010,
+            error_s: 0.001,
+            probes: 16,
+            at_unix_s: 100.0,
+        };
+        let a = ClockOffset {
+            offset_s: 0.020,
+            error_s: 0.002,
+            at_unix_s: 110.0,
+            ..b
+        };
+        let (o, e) = offset_at(Some(b), Some(a), 105.0).unwrap();
+        assert!((o - 0.015).abs() < 1e-12 && e == 0.002);
+        assert_eq!(offset_at(Some(b), None, 1e9), Some((0.010, 0.001)));
+        assert_eq!(offset_at(None, None, 0.0), None);
+    }
+}

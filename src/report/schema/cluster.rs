@@ -1,0 +1,172 @@
+//! Cluster runs (§7.2.4 b, §7.1.7 b; issue 25): what each rank writes (`rank-<r>.json`) and
+//! what `acceval merge` computes from them (`cluster.json`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::bench::{BenchReport, Figure};
+
+/// The samples a rank ran: sample k of the cluster's N uses input k mod (distinct inputs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Shard {
+    /// The first sample index (inclusive).
+    pub start: usize,
+    /// One past the last sample index.
+    pub end: usize,
+}
+
+impl Shard {
+    /// Rank `rank`'s share of `n` samples over `world` ranks: an even split, the remainder
+    /// one each to the first ranks.
+    pub fn of(n: usize, world: usize, rank: usize) -> Shard {
+        let (base, extra) = (n / world, n % world);
+        let start = rank * base + rank.min(extra);
+        Shard {
+            start,
+            end: start + base + usize::from(rank < extra),
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.end.saturating_sub(self.start)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A rank's clock against rank 0's, by NTP-style probes (rank 0's own is exactly 0).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClockOffset {
+    /// This rank's clock minus rank 0's, s: a time t here is t − offset on rank 0's clock.
+    pub offset_s: f64,
+    /// Half the round trip of the probe used: |error of the offset| ≤ this, s.
+    pub error_s: f64,
+    pub probes: usize,
+    /// When it was measured, on this rank's clock (UNIX s).
+    pub at_unix_s: f64,
+}
+
+/// `DIR/rank-<r>.json`: one rank's part of a cluster run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RankReport {
+    /// `acceval.cluster-rank/1`.
+    pub schema: String,
+    /// `bench` (the only kind so far).
+    pub kind: String,
+    pub rank: usize,
+    pub world_size: usize,
+    pub local_rank: Option<usize>,
+    pub node: Option<usize>,
+    pub host: String,
+    /// The launcher the rank was found by, and the variables read.
+    pub launcher: String,
+    pub launcher_source: Vec<String>,
+    /// acceval's version and commit (every rank must run the same).
+    pub tool: String,
+    /// How the ranks met (TCP at an address; where the address came from).
+    pub rendezvous: String,
+    /// N: the cluster's samples in all.
+    pub total_samples: usize,
+    pub shard: Shard,
+    /// Samples this rank finished in its timed window.
+    pub samples: usize,
+    /// Tis: the first sample's start, UNIX s on this rank's clock.
+    pub start_unix_s: Option<f64>,
+    /// Tio: the last sample's end, UNIX s on this rank's clock.
+    pub end_unix_s: Option<f64>,
+    /// When this rank left the start and end barriers, UNIX s on its clock (rank 0's
+    /// are the times it released the others).
+    pub start_barrier_unix_s: Option<f64>,
+    pub end_barrier_unix_s: Option<f64>,
+    /// Before the run and after it.
+    pub clock_offset_before: Option<ClockOffset>,
+    pub clock_offset_after: Option<ClockOffset>,
+    /// False when this rank or the meeting failed; `error` says what.
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The rank's own measurement (latency, stages, telemetry) over its shard; absent when it
+    /// failed before measuring.
+    pub report: Option<BenchReport>,
+}
+
+/// One rank in the merged figures; times on rank 0's clock, s after the cluster's start.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct NodeFigures {
+    pub rank: usize,
+    pub host: String,
+    pub shard: Shard,
+    pub samples: usize,
+    /// Tis − min Tis, s (offset-corrected).
+    pub start_s: Option<f64>,
+    /// Tio − min Tis, s (offset-corrected).
+    pub end_s: Option<f64>,
+    /// samples / (Tio − Tis), inferences/s.
+    pub fps: Option<f64>,
+    /// The offset applied (interpolated between the before and after probes), s, and its
+    /// bound.
+    pub offset_s: Option<f64>,
+    pub offset_error_s: Option<f64>,
+    /// The node's own bench verdict over its shard (VALID / INVALID and why).
+    pub node_validity: String,
+    /// Energy over the node's window, J (summed over its devices), or why not.
+    pub energy_j: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_na: Option<String>,
+}
+
+/// The cluster's figures.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ClusterFigures {
+    /// N as the ranks were told it.
+    pub expected_samples: usize,
+    /// Σ of the ranks' samples (must equal N).
+    pub samples: usize,
+    /// T = max Tio − min Tis on rank 0's clock, s.
+    pub t_s: Option<f64>,
+    /// The bound on T's error from the clock offsets, s.
+    pub t_error_s: Option<f64>,
+    /// §7.2.4 b: N / T.
+    pub fps: Figure,
+    /// N / (T + error) and N / (T − error): the FPS the offsets allow.
+    pub fps_low: Option<f64>,
+    pub fps_high: Option<f64>,
+    /// Rank 0's end barrier minus its start barrier, s (one clock; includes a barrier's
+    /// latency and the stragglers' tail: an upper bound on T).
+    pub barrier_t_s: Option<f64>,
+    /// N / barrier_t_s.
+    pub fps_barrier: Figure,
+    /// max node time / mean node time (1 = perfectly even).
+    pub imbalance: Option<f64>,
+    /// §7.1.7 b: the nodes' energy summed, J, or why not.
+    pub energy_j: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_na: Option<String>,
+    /// N / energy.
+    pub inferences_per_joule: Figure,
+}
+
+/// `DIR/cluster.json`: `acceval merge DIR`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ClusterReport {
+    /// `acceval.cluster/1`.
+    pub schema: String,
+    pub dir: String,
+    pub kind: String,
+    /// VALID only when every rank reported a complete run of the same model, inputs and
+    /// tool, and the shards cover the N samples exactly once.
+    pub valid: bool,
+    /// Why not, one line each, naming the rank.
+    pub problems: Vec<String>,
+    /// What a reviewer should know that does not invalidate the run.
+    pub notes: Vec<String>,
+    pub world_size: usize,
+    pub ranks_found: Vec<usize>,
+    pub missing_ranks: Vec<usize>,
+    pub model: String,
+    pub model_sha256: String,
+    pub backend: String,
+    pub launcher: String,
+    pub cluster: ClusterFigures,
+    pub nodes: Vec<NodeFigures>,
+}
