@@ -790,9 +790,12 @@ impl TlsArgs {
 
 #[derive(Debug, Args)]
 pub struct QpsArgs {
-    /// The server, e.g. http://127.0.0.1:8000 (https:// with --cacert).
-    #[arg(long)]
-    pub url: String,
+    /// The server, e.g. http://127.0.0.1:8000 (https:// with --cacert), or a load balancer
+    /// in front of several. Repeat it for a cluster of servers the client balances itself
+    /// (§7.2.5 b): each request goes to the one with the fewest in flight, and every step
+    /// reports each server's share and latencies.
+    #[arg(long, required = true, value_name = "URL")]
+    pub url: Vec<String>,
     /// The model name on the server (/v2/models/NAME/infer). A zoo name also selects its
     /// input set as the request inputs.
     #[arg(long)]

@@ -9,7 +9,8 @@ use crate::util::progress::Progress;
 /// The library settings of `qps`'s flags (checked by [`QpsSettings::plan`]).
 pub fn settings(a: &QpsArgs) -> QpsSettings {
     QpsSettings {
-        url: a.url.clone(),
+        url: a.url.first().cloned().unwrap_or_default(),
+        replicas: a.url.iter().skip(1).cloned().collect(),
         model: a.model.clone(),
         slo: a.slo.clone(),
         error_budget: a.error_budget,

@@ -59,6 +59,8 @@ pub struct Timing {
     pub sent: Option<Duration>,
     /// When its response ended, or it failed.
     pub end: Duration,
+    /// The replica it went to (an index into the driver's replicas), when there are several.
+    pub replica: Option<usize>,
 }
 
 impl Timing {
@@ -146,6 +148,40 @@ struct Shared<E> {
     timeout: Duration,
     stop: Arc<AtomicBool>,
     progress: Option<Progress>,
+    replicas: Vec<Replica>,
+    /// Where the next tie among the least-outstanding replicas is broken (round robin).
+    turn: AtomicUsize,
+}
+
+/// One server replica of a cluster (§7.2.5 b) and its requests in flight.
+struct Replica {
+    scheme: hyper::http::uri::Scheme,
+    authority: hyper::http::uri::Authority,
+    outstanding: AtomicUsize,
+}
+
+/// A replica's request in flight, counted until it ends however it ends.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl<E> Shared<E> {
+    /// The replica with the fewest requests in flight (ties in turn), or `None` for one
+    /// server.
+    fn pick(&self) -> Option<usize> {
+        let n = self.replicas.len();
+        if n < 2 {
+            return None;
+        }
+        let start = self.turn.fetch_add(1, Ordering::Relaxed) % n;
+        (0..n)
+            .map(|k| (start + k) % n)
+            .min_by_key(|&i| self.replicas[i].outstanding.load(Ordering::Relaxed))
+    }
 }
 
 impl<E: Endpoint> Driver<E> {
@@ -165,8 +201,28 @@ impl<E: Endpoint> Driver<E> {
                 timeout,
                 stop,
                 progress,
+                replicas: Vec::new(),
+                turn: AtomicUsize::new(0),
             }),
         }
+    }
+
+    /// Spreads the requests over several servers of one cluster (§7.2.5 b): each request
+    /// goes to the one with the fewest in flight (client-side balancing, least outstanding),
+    /// with the endpoint's path. Bases are `scheme://host:port`; call before any run.
+    pub fn with_replicas(mut self, bases: &[hyper::Uri]) -> Driver<E> {
+        let shared = Arc::get_mut(&mut self.shared).expect("no run has started");
+        shared.replicas = bases
+            .iter()
+            .filter_map(|u| {
+                Some(Replica {
+                    scheme: u.scheme()?.clone(),
+                    authority: u.authority()?.clone(),
+                    outstanding: AtomicUsize::new(0),
+                })
+            })
+            .collect();
+        self
     }
 
     pub fn endpoint(&self) -> &E {
@@ -383,6 +439,7 @@ async fn one<E: Endpoint>(
         scheduled: at(due),
         sent: None,
         end: at(sent),
+        replica: None,
     };
     let result = if sent.saturating_duration_since(due) > s.timeout {
         Err(Failure::new(
@@ -394,7 +451,8 @@ async fn one<E: Endpoint>(
         ))
     } else {
         timing.sent = Some(at(sent));
-        exchange(s, index, sent, origin, stopped).await
+        timing.replica = s.pick();
+        exchange(s, index, timing.replica, sent, origin, stopped).await
     };
     timing.end = at(Instant::now());
     if let Some(p) = &s.progress {
@@ -413,11 +471,25 @@ async fn one<E: Endpoint>(
 async fn exchange<E: Endpoint>(
     s: &Shared<E>,
     index: usize,
+    replica: Option<usize>,
     sent: Instant,
     origin: Instant,
     stopped: &mut watch::Receiver<bool>,
 ) -> Result<E::Output, Failure> {
-    let req = s.endpoint.request(index)?;
+    let mut req = s.endpoint.request(index)?;
+    let _in_flight = match replica.map(|i| &s.replicas[i]) {
+        Some(r) => {
+            let mut parts = req.uri().clone().into_parts();
+            parts.scheme = Some(r.scheme.clone());
+            parts.authority = Some(r.authority.clone());
+            *req.uri_mut() = hyper::Uri::from_parts(parts).map_err(|e| {
+                Failure::new(FailureKind::Other, format!("invalid replica URI: {e}"))
+            })?;
+            r.outstanding.fetch_add(1, Ordering::Relaxed);
+            Some(InFlight(&r.outstanding))
+        }
+        None => None,
+    };
     let work = async {
         let resp = s
             .client
@@ -456,6 +528,16 @@ pub struct Tally {
     pub from: Duration,
     pub last_scheduled: Duration,
     pub last_end: Duration,
+    /// By replica (several servers only): requests sent, successes, successes' latencies.
+    pub by_replica: BTreeMap<usize, ReplicaTally>,
+}
+
+/// One replica's share of a window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplicaTally {
+    pub sent: u64,
+    pub ok: u64,
+    pub latency_ms: Vec<f64>,
 }
 
 impl Tally {
@@ -473,6 +555,14 @@ impl Tally {
             t.last_scheduled = t.last_scheduled.max(tm.scheduled);
             t.last_end = t.last_end.max(tm.end);
             t.send_lag_ms.push(ms(tm.send_lag()));
+            if let Some(r) = tm.replica {
+                let e = t.by_replica.entry(r).or_default();
+                e.sent += 1;
+                if let Ok(s) = o {
+                    e.ok += 1;
+                    e.latency_ms.push(ms(s.timing.latency()));
+                }
+            }
             match o {
                 Ok(s) => {
                     t.ok += 1;
@@ -518,6 +608,7 @@ mod tests {
                 scheduled: Duration::from_millis(sched),
                 sent: Some(Duration::from_millis(sent)),
                 end: Duration::from_millis(end),
+                replica: None,
             },
             output: (),
         })
@@ -531,6 +622,7 @@ mod tests {
             scheduled: Duration::from_millis(30),
             sent: Some(Duration::from_millis(31)),
             end: Duration::from_millis(40),
+            replica: None,
         };
         let outcomes = vec![
             ok(0, 0, 0, 5),

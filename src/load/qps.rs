@@ -24,7 +24,8 @@ use super::settings::{self, Low, MAX_CONNECTIONS, MAX_SECONDS, Setting, Settings
 use super::slo;
 use crate::measure::stats::Summary;
 pub use crate::report::schema::qps::{
-    ALL_BOUNDS_HOLD, Arrival, Bound, FailureKind, LoadMode, QpsReport, Step, StepFailure,
+    ALL_BOUNDS_HOLD, Arrival, Bound, FailureKind, LoadMode, QpsReport, ReplicaStep, Step,
+    StepFailure,
 };
 use crate::util::progress::Progress;
 
@@ -60,6 +61,8 @@ pub const MAX_RATE: f64 = 10_000_000.0;
 pub struct QpsSettings {
     /// The server, e.g. `http://127.0.0.1:8000`.
     pub url: String,
+    /// More servers of the same cluster, balanced with `url` by the client (§7.2.5 b).
+    pub replicas: Vec<String>,
     /// The model name on the server; a zoo name also selects its input set.
     pub model: String,
     /// Latency bounds, e.g. `p99<=50ms,avg<=20ms`.
@@ -89,6 +92,7 @@ impl QpsSettings {
     pub fn new(url: &str, model: &str) -> QpsSettings {
         QpsSettings {
             url: url.to_string(),
+            replicas: Vec::new(),
             model: model.to_string(),
             slo: DEFAULT_SLO.to_string(),
             error_budget: DEFAULT_ERROR_BUDGET,
@@ -172,7 +176,28 @@ impl QpsSettings {
         }
         let (base, uri) =
             settings::address(&self.url, &format!("/v2/models/{}/infer", self.model))?;
+        let mut replicas = Vec::new();
+        if !self.replicas.is_empty() {
+            for u in std::iter::once(&self.url).chain(&self.replicas) {
+                let (b, parsed) = settings::address(u, "/")?;
+                if parsed.path() != "/" || parsed.query().is_some() {
+                    return Err(SettingsError::bad(
+                        Setting::Url,
+                        u,
+                        "one server of several is scheme://host:port, without a path",
+                    ));
+                }
+                if replicas.iter().any(|(x, _)| *x == b) {
+                    return Err(SettingsError::says(
+                        Setting::Url,
+                        format!("'{u}' is given twice: each address is one replica"),
+                    ));
+                }
+                replicas.push((b, parsed));
+            }
+        }
         Ok(QpsPlan {
+            replicas,
             base,
             model: self.model.clone(),
             uri,
@@ -217,6 +242,8 @@ impl QpsSettings {
 #[derive(Debug, Clone)]
 pub struct QpsPlan {
     pub base: String,
+    /// The cluster's servers (base URL and its URI), `base` first; empty for one server.
+    pub replicas: Vec<(String, hyper::Uri)>,
     pub model: String,
     pub uri: hyper::Uri,
     pub bounds: Vec<Bound>,
@@ -272,7 +299,9 @@ pub fn measure(
                 plan.uri
             )),
         }
-        let d = Driver::new(client, endpoint, plan.timeout, Arc::clone(stop), None);
+        let bases: Vec<hyper::Uri> = plan.replicas.iter().map(|(_, u)| u.clone()).collect();
+        let d = Driver::new(client, endpoint, plan.timeout, Arc::clone(stop), None)
+            .with_replicas(&bases);
         let steps = match plan.mode {
             LoadMode::Closed => sweep(&d, plan, progress).await,
             LoadMode::Open => search(&d, plan, progress).await,
@@ -474,6 +503,27 @@ fn step(
         },
         failed_checks,
         complete,
+        replicas: p
+            .replicas
+            .iter()
+            .enumerate()
+            .map(|(i, (url, _))| {
+                let r = t.by_replica.get(&i).cloned().unwrap_or_default();
+                ReplicaStep {
+                    url: url.clone(),
+                    sent: r.sent,
+                    ok: r.ok,
+                    failed: r.sent - r.ok,
+                    share: if t.sent == 0 {
+                        0.0
+                    } else {
+                        r.sent as f64 / t.sent as f64
+                    },
+                    achieved_rps: r.ok as f64 / window,
+                    latency_ms: Summary::of(&r.latency_ms),
+                }
+            })
+            .collect(),
     }
 }
 
@@ -550,6 +600,7 @@ fn report(p: &QpsPlan, steps: Vec<Step>, complete: bool, issued: u64, inputs: St
     QpsReport {
         schema: crate::report::schema::qps::SCHEMA.into(),
         url: p.base.clone(),
+        replicas: p.replicas.iter().map(|(b, _)| b.clone()).collect(),
         model: p.model.clone(),
         mode: p.mode,
         distribution: (p.mode == LoadMode::Open).then_some(p.arrival),
@@ -657,6 +708,16 @@ mod tests {
                 |s| s.slo = "p99<50ms".into(),
                 Setting::Slo,
                 "slo 'p99<50ms'",
+            ),
+            (
+                |s| s.replicas = vec![s.url.clone()],
+                Setting::Url,
+                "url 'http://127.0.0.1:1' is given twice",
+            ),
+            (
+                |s| s.replicas = vec!["http://127.0.0.1:9/v2".into()],
+                Setting::Url,
+                "url 'http://127.0.0.1:9/v2': one server of several is scheme://host:port",
             ),
         ];
         for (change, setting, want) in cases {

@@ -105,8 +105,29 @@ pub fn write_text(o: &mut dyn Write, r: &QpsReport) -> std::io::Result<()> {
                 ms(l.map(|l| l.max)),
                 s.ok
             )?;
+            for x in &s.replicas {
+                let l = x.latency_ms.as_ref();
+                writeln!(
+                    o,
+                    "  replica {}: {} sent ({:.1} %), {} ok, {:.1} req/s, latency avg {} / p99 {} ms",
+                    x.url,
+                    x.sent,
+                    x.share * 100.0,
+                    x.ok,
+                    x.achieved_rps,
+                    ms(l.map(|l| l.mean)),
+                    ms(l.map(|l| l.p99)),
+                )?;
+            }
         }
         _ => writeln!(o, "Max QPS: {}", r.max_qps_na.as_deref().unwrap_or("n/a"))?,
+    }
+    if !r.replicas.is_empty() {
+        writeln!(
+            o,
+            "Cluster of {} servers (§7.2.5 b), balanced by the client: each request to the one with the fewest in flight",
+            r.replicas.len()
+        )?;
     }
     writeln!(
         o,

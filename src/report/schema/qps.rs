@@ -287,6 +287,23 @@ pub struct Step {
     pub why: String,
     /// False when Ctrl-C cut the step short.
     pub complete: bool,
+    /// Several servers (§7.2.5 b): each replica's share of the measured window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaStep>,
+}
+
+/// One server of a cluster in one step (client-side balancing, least outstanding).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplicaStep {
+    pub url: String,
+    pub sent: u64,
+    pub ok: u64,
+    pub failed: u64,
+    /// This replica's share of the step's requests sent.
+    pub share: f64,
+    /// Its successful responses / the step's measured window, 1/s.
+    pub achieved_rps: f64,
+    pub latency_ms: Option<Summary>,
 }
 
 /// The result of a QPS search or sweep.
@@ -295,6 +312,11 @@ pub struct QpsReport {
     /// `acceval.qps/1`.
     pub schema: String,
     pub url: String,
+    /// Several servers of one cluster (the first is `url`), balanced by the client: each
+    /// request to the one with the fewest in flight (§7.2.5 b). Empty for one server or one
+    /// load balancer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<String>,
     pub model: String,
     pub mode: LoadMode,
     pub distribution: Option<Arrival>,
