@@ -165,6 +165,23 @@ fn mpirun_three_ranks_bench_their_shards_and_merge_recomputes_the_cluster_fps() 
     assert!(f(&c["cluster"]["imbalance"]) >= 1.0);
     let md = std::fs::read_to_string(d.join("cluster.md")).unwrap();
     assert!(md.contains("**VALID**") && md.contains("| 2 |"), "{md}");
+
+    // A rank that ran another model (its file edited as a different build would write it)
+    // makes the run invalid, named.
+    let p2 = d.join("rank-2.json");
+    let mut v = read_json(&p2);
+    v["report"]["model_sha256"] = "0".repeat(64).into();
+    std::fs::write(&p2, v.to_string()).unwrap();
+    let (code, out, _) = common::acceval(&["merge", d.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("rank 2 ran a different model (SHA-256) than rank 0"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("FPS (§7.2.4 b, N"),
+        "no FPS for an invalid run: {out}"
+    );
 }
 
 #[test]
@@ -309,5 +326,118 @@ fn launchers_that_cannot_run_here_are_read_from_their_variables() {
     assert!(
         err.contains("rank 3 is not below the world size 3"),
         "{err}"
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_hung_rank_is_named_after_the_deadline_and_every_rank_file_says_what_happened() {
+    // Two ranks by hand at MASTER_ADDR:MASTER_PORT; rank 1 is stopped (SIGSTOP) a second
+    // after it starts, so rank 0 waits for it at a barrier until its 3 s deadline.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("run");
+    let port = free_port().to_string();
+    let start = |r: &str| {
+        let mut c = common::command();
+        c.env("MASTER_ADDR", "127.0.0.1")
+            .env("MASTER_PORT", &port)
+            .args(["bench", "--model", "lstm-load-forecast", "--runs", "2000"])
+            .args(["--rank", r, "--world-size", "2", "--cluster-timeout", "3"])
+            .arg("--cluster")
+            .arg(&d)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let zero = start("0");
+    let mut one = start("1");
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    unsafe { libc::kill(one.id() as i32, libc::SIGSTOP) };
+    let t = std::time::Instant::now();
+    let o = zero.wait_with_output().unwrap();
+    let _ = one.kill();
+    let _ = one.wait();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    assert!(
+        t.elapsed().as_secs() < 60,
+        "rank 0 waited {:?}",
+        t.elapsed()
+    );
+    // Stopped at a barrier (or, on a slow machine, before it joined): named either way.
+    let named = |t: &str| {
+        (t.contains("rank 1") && t.contains("silent")) || t.contains("rank(s) [1] did not join")
+    };
+    assert!(named(&err), "{err}");
+    let r0 = read_json(&d.join("rank-0.json"));
+    common::assert_schema_valid("cluster-rank.schema.json", &r0);
+    assert_eq!(r0["complete"], false);
+    assert!(named(r0["error"].as_str().unwrap()), "{r0}");
+    let (code, out, _) = common::acceval(&["merge", d.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("INVALID") && out.contains("rank 1 did not report"),
+        "{out}"
+    );
+}
+
+#[test]
+fn ctrl_c_on_mpirun_stops_every_rank_and_each_writes_its_file_marked_incomplete() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("run");
+    let bin = assert_cmd::cargo::cargo_bin("acceval");
+    let mut m = std::process::Command::new("mpirun")
+        .envs(
+            common::command()
+                .get_envs()
+                .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))),
+        )
+        .env_remove("MASTER_ADDR")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "3"])
+        .arg(&bin)
+        .args(["bench", "--model", "lstm-load-forecast", "--runs", "300000"])
+        .arg("--cluster")
+        .arg(&d)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until every rank is in its timed window (each has written nothing yet), then SIGINT
+    // to the launcher, as Ctrl-C in its terminal.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    unsafe { libc::kill(m.id() as i32, libc::SIGINT) };
+    let t = std::time::Instant::now();
+    let st = m.wait().unwrap();
+    assert!(!st.success());
+    assert!(
+        t.elapsed().as_secs() < 20,
+        "the ranks took {:?} to stop",
+        t.elapsed()
+    );
+    for r in 0..3 {
+        let v = read_json(&d.join(format!("rank-{r}.json")));
+        common::assert_schema_valid("cluster-rank.schema.json", &v);
+        assert_eq!(v["complete"], false, "rank {r}: {v}");
+        assert!(
+            v["error"].as_str().unwrap_or("").contains("interrupted"),
+            "rank {r}: {}",
+            v["error"]
+        );
+    }
+    let (code, out, _) = common::acceval(&["merge", d.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("rank 0 did not complete: interrupted"),
+        "{out}"
     );
 }
