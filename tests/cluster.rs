@@ -348,7 +348,7 @@ fn a_hung_rank_is_named_after_the_deadline_and_every_rank_file_says_what_happene
         let mut c = common::command();
         c.env("MASTER_ADDR", "127.0.0.1")
             .env("MASTER_PORT", &port)
-            .args(["bench", "--model", "lstm-load-forecast", "--runs", "2000"])
+            .args(["bench", "--model", "lstm-load-forecast", "--runs", "800"])
             .args(["--rank", r, "--world-size", "2", "--cluster-timeout", "3"])
             .arg("--cluster")
             .arg(&d)
@@ -438,6 +438,58 @@ fn ctrl_c_on_mpirun_stops_every_rank_and_each_writes_its_file_marked_incomplete(
     assert_eq!(code, 1);
     assert!(
         out.contains("rank 0 did not complete: interrupted"),
+        "{out}"
+    );
+}
+
+#[test]
+fn kubernetes_indexed_job_ranks_meet_at_master_addr_and_merge() {
+    // What the Indexed Job in docs/cluster.md gives each pod: JOB_COMPLETION_INDEX, the
+    // coordinator in MASTER_ADDR/MASTER_PORT, and the world size on the command line.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("run");
+    let port = free_port().to_string();
+    let pods: Vec<_> = ["1", "0"]
+        .into_iter()
+        .map(|i| {
+            let mut c = common::command();
+            for k in [
+                "OMPI_COMM_WORLD_RANK",
+                "PMI_RANK",
+                "PMIX_RANK",
+                "RANK",
+                "SLURM_PROCID",
+            ] {
+                c.env_remove(k);
+            }
+            c.env("JOB_COMPLETION_INDEX", i)
+                .env("MASTER_ADDR", "localhost")
+                .env("MASTER_PORT", &port)
+                .args(["bench", "--model", "lstm-load-forecast", "--runs", "40"])
+                .args(["--world-size", "2", "--cluster-timeout", "60", "--cluster"])
+                .arg(&d)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    for p in pods {
+        let o = p.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    for r in 0..2 {
+        let v = read_json(&d.join(format!("rank-{r}.json")));
+        assert_eq!(v["launcher"], "Kubernetes Indexed Job", "{v}");
+        assert!(
+            v["rendezvous"].as_str().unwrap().contains("MASTER_ADDR"),
+            "{}",
+            v["rendezvous"]
+        );
+    }
+    let (code, out, err) = common::acceval(&["merge", d.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("VALID (2 of 2 rank(s) reported; 40 of N = 40 samples)"),
         "{out}"
     );
 }
