@@ -493,3 +493,139 @@ fn kubernetes_indexed_job_ranks_meet_at_master_addr_and_merge() {
         "{out}"
     );
 }
+
+/// The trained tensors of a safetensors file, by name.
+fn weights(p: &std::path::Path) -> std::collections::BTreeMap<String, Vec<f32>> {
+    candle_core::safetensors::load(p, &candle_core::Device::Cpu)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .into_iter()
+        .map(|(k, t)| {
+            let v = t
+                .to_dtype(candle_core::DType::F32)
+                .unwrap()
+                .flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap();
+            (k, v)
+        })
+        .collect()
+}
+
+#[test]
+fn data_parallel_training_ends_with_the_weights_of_one_rank_on_the_same_global_batch() {
+    if !have_mpirun() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let train = [
+        "train",
+        "--workload",
+        "lstm-load-forecast",
+        "--samples",
+        "256",
+        "--eval-samples",
+        "24",
+        "--batch",
+        "64",
+        "--epochs",
+        "2",
+        "--threads",
+        "1",
+        "--warmup-steps",
+        "0",
+    ]
+    .join(" ");
+    // One rank: the reference.
+    let one = dir.path().join("one.safetensors");
+    let (code, _, err) = common::acceval(
+        &[
+            train.split(' ').collect::<Vec<_>>(),
+            vec!["--save-weights", one.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let reference = weights(&one);
+    for (np, mode) in [(3, "ring"), (2, "parameter-server")] {
+        let d = dir.path().join(format!("{mode}-{np}"));
+        let w = dir.path().join(format!("{mode}.safetensors"));
+        let mut c = std::process::Command::new("mpirun");
+        c.envs(
+            common::command()
+                .get_envs()
+                .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))),
+        )
+        .env_remove("MASTER_ADDR")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            &np.to_string(),
+        ])
+        .arg(assert_cmd::cargo::cargo_bin("acceval"))
+        .args(train.split(' '))
+        .args(["--all-reduce", mode, "--save-weights"])
+        .arg(&w)
+        .arg("--cluster")
+        .arg(&d);
+        let o = c.output().unwrap();
+        assert!(
+            o.status.success(),
+            "{mode}: {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        // Every rank ends with exactly the same weights (one sum, shared)...
+        let w0 = weights(&w);
+        for r in 1..np {
+            let wr = weights(&w.with_file_name(format!("{mode}.rank{r}.safetensors")));
+            assert!(wr == w0, "{mode}: rank {r}'s weights differ from rank 0's");
+        }
+        // ...and they are one rank's on the same global batches, within float tolerance
+        // (the sum is taken in another order).
+        assert_eq!(
+            w0.keys().collect::<Vec<_>>(),
+            reference.keys().collect::<Vec<_>>()
+        );
+        let mut worst = (0f32, String::new());
+        for (k, a) in &reference {
+            let scale = a.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-3);
+            for (x, y) in a.iter().zip(&w0[k]) {
+                let rel = (x - y).abs() / scale;
+                if rel > worst.0 {
+                    worst = (rel, k.clone());
+                }
+            }
+        }
+        assert!(
+            worst.0 < 1e-4,
+            "{mode}: {} differs by {:e} of its scale",
+            worst.1,
+            worst.0
+        );
+        // The rank files: the all-reduce's rounds and bytes, and every sample trained once.
+        let mut local = 0;
+        for r in 0..np {
+            let v = read_json(&d.join(format!("train-rank-{r}.json")));
+            common::assert_schema_valid("cluster-train-rank.schema.json", &v);
+            assert_eq!(v["complete"], true, "{v}");
+            let comm = &v["comm"];
+            assert_eq!(comm["calls"], 8, "2 epochs × 4 steps: {comm}");
+            if mode == "ring" {
+                assert_eq!(comm["rounds"].as_u64(), Some(2 * (np as u64 - 1)));
+            }
+            assert!(f(&v["compute_s"]) > 0.0 && f(&comm["seconds"]) > 0.0, "{v}");
+            local += v["local_samples"].as_u64().unwrap();
+        }
+        assert_eq!(
+            local,
+            2 * 256,
+            "{mode}: each sample of each epoch on one rank"
+        );
+        eprintln!(
+            "{mode} on {np} ranks: worst relative difference {:e} ({})",
+            worst.0, worst.1
+        );
+    }
+}

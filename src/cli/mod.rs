@@ -269,9 +269,11 @@ pub struct BenchArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct ClusterArgs {
     /// Run as one rank of a cluster run started by a launcher (mpirun, srun, torchrun, a
-    /// Kubernetes Indexed Job): the --runs samples are split over the ranks, the ranks meet
-    /// at barriers around their timed windows, and each writes DIR/rank-<r>.json for
-    /// `acceval merge DIR` (DIR: a folder every rank can write).
+    /// Kubernetes Indexed Job), DIR a folder every rank can write. bench: the --runs samples
+    /// are split over the ranks, which meet at barriers around their timed windows and each
+    /// write DIR/rank-<r>.json for `acceval merge DIR`. train: data-parallel training, each
+    /// rank its share of every global batch, the gradients summed over the ranks each step
+    /// (--all-reduce), each rank writing DIR/train-rank-<r>.json.
     #[arg(long, value_name = "DIR")]
     pub cluster: Option<PathBuf>,
     /// This process's rank, by hand (with --world-size; for a launcher acceval does not
@@ -288,6 +290,11 @@ pub struct ClusterArgs {
 
 #[derive(Debug, Args)]
 pub struct TrainArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Data-parallel training (with --cluster): how the ranks sum their gradients each step.
+    #[arg(long, value_enum, default_value = "ring", requires = "cluster")]
+    pub all_reduce: crate::cluster::collective::Mode,
     /// A built-in workload: lstm-load-forecast, mobilenetv2-meter, yolov8n-line.
     #[arg(long, required_unless_present = "exec", conflicts_with = "exec")]
     pub workload: Option<String>,

@@ -162,6 +162,7 @@ impl TrainArgs {
             },
             peak_power: self.peak_power,
             command_line: std::env::args().collect(),
+            data_parallel: None,
         })
     }
 }

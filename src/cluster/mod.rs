@@ -3,6 +3,7 @@
 //! launcher's environment; `rendezvous` is where the ranks meet without MPI (barriers and
 //! clock offsets over TCP at `MASTER_ADDR:MASTER_PORT`).
 
+pub mod collective;
 pub mod merge;
 pub mod rank;
 pub mod rendezvous;

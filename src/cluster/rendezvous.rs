@@ -108,6 +108,37 @@ impl Line {
     fn send(&mut self, text: &str) -> std::io::Result<()> {
         self.writer.write_all(format!("{text}\n").as_bytes())
     }
+    /// `data` as its length (u64) and little-endian f32s.
+    fn send_f32(&mut self, data: &[f32]) -> std::io::Result<()> {
+        let mut bytes = Vec::with_capacity(8 + data.len() * 4);
+        bytes.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        for x in data {
+            bytes.extend_from_slice(&x.to_le_bytes());
+        }
+        self.writer.write_all(&bytes)
+    }
+    /// Reads what `send_f32` wrote into `out` (which must have its length).
+    fn recv_f32(&mut self, out: &mut [f32]) -> std::io::Result<()> {
+        use std::io::Read;
+        let mut n = [0u8; 8];
+        self.reader.read_exact(&mut n)?;
+        let n = u64::from_le_bytes(n) as usize;
+        if n != out.len() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "a peer sent {n} values, {} were expected (another model?)",
+                    out.len()
+                ),
+            ));
+        }
+        let mut bytes = vec![0u8; n * 4];
+        self.reader.read_exact(&mut bytes)?;
+        for (x, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+            *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        Ok(())
+    }
     fn recv(&mut self) -> std::io::Result<String> {
         let mut l = String::new();
         if self.reader.read_line(&mut l)? == 0 {
@@ -387,6 +418,53 @@ impl Coordinator {
         Ok(out)
     }
 
+    /// Every rank's `text` (one line), by rank: rank 0 collects them and sends all back.
+    pub fn all_gather(&mut self, mine: &str) -> Result<Vec<String>> {
+        let mut all = vec![mine.to_string()];
+        for (r, l) in &mut self.peers {
+            let got = l.recv().map_err(|e| Self::peer_err(*r, e))?;
+            match got.strip_prefix("put ") {
+                Some(t) => all.push(t.to_string()),
+                None => return Err(Self::member_said(*r, got, "put TEXT")),
+            }
+        }
+        let text = serde_json::to_string(&all).unwrap_or_default();
+        for (r, l) in &mut self.peers {
+            l.send(&format!("all {text}"))
+                .map_err(|e| Self::peer_err(*r, e))?;
+        }
+        Ok(all)
+    }
+
+    /// The parameter server's step: every rank's `buf` summed (in rank order), the sum in
+    /// `buf` here and sent back to every rank.
+    pub fn sum_f32(&mut self, buf: &mut [f32]) -> Result<()> {
+        let mut theirs = vec![0f32; buf.len()];
+        for (r, l) in &mut self.peers {
+            l.recv_f32(&mut theirs).map_err(|e| Self::peer_err(*r, e))?;
+            for (a, b) in buf.iter_mut().zip(&theirs) {
+                *a += b;
+            }
+        }
+        for (r, l) in &mut self.peers {
+            l.send_f32(buf).map_err(|e| Self::peer_err(*r, e))?;
+        }
+        Ok(())
+    }
+
+    fn member_said(rank: usize, got: String, expected: &'static str) -> RendezvousError {
+        match got.strip_prefix("abort ") {
+            Some(why) => RendezvousError::Peer {
+                rank,
+                what: why.to_string(),
+            },
+            None => RendezvousError::Protocol {
+                line: got,
+                expected,
+            },
+        }
+    }
+
     /// The deadline of every wait.
     pub fn timeout(&self) -> Duration {
         self.timeout
@@ -472,6 +550,28 @@ impl Member {
     /// This rank's number.
     pub fn rank(&self) -> usize {
         self.rank
+    }
+
+    /// Every rank's `text` (one line), by rank, through rank 0.
+    pub fn all_gather(&mut self, mine: &str) -> Result<Vec<String>> {
+        self.line
+            .send(&format!("put {}", mine.replace('\n', " ")))
+            .map_err(|e| self.err(e))?;
+        let got = self.line.recv().map_err(|e| self.err(e))?;
+        let Some(text) = got.strip_prefix("all ") else {
+            return Err(Self::unexpected(got, "all [TEXT, ...]"));
+        };
+        serde_json::from_str(text).map_err(|_| RendezvousError::Protocol {
+            line: got.clone(),
+            expected: "all [TEXT, ...]",
+        })
+    }
+
+    /// Sends `buf` to rank 0 (the parameter server) and reads the sum over the ranks back
+    /// into it.
+    pub fn sum_f32(&mut self, buf: &mut [f32]) -> Result<()> {
+        self.line.send_f32(buf).map_err(|e| self.err(e))?;
+        self.line.recv_f32(buf).map_err(|e| self.err(e))
     }
 }
 

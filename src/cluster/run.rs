@@ -58,7 +58,16 @@ pub struct Meeting {
 
 /// Meets the other ranks of `rank`'s run; `timeout` bounds the joining and every wait.
 pub fn meet(rank: &Rank, dir: &Path, timeout: Duration) -> Result<Meeting, RendezvousError> {
-    let env = |k: &str| std::env::var(k).ok();
+    meet_with(rank, dir, timeout, &|k| std::env::var(k).ok())
+}
+
+/// `meet` with the environment `env` (a lookup, so tests give their own).
+pub fn meet_with(
+    rank: &Rank,
+    dir: &Path,
+    timeout: Duration,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Meeting, RendezvousError> {
     let master = env("MASTER_ADDR").zip(env("MASTER_PORT"));
     let r = rank.rank;
     if let Some((addr, port)) = master {
@@ -79,7 +88,7 @@ pub fn meet(rank: &Rank, dir: &Path, timeout: Duration) -> Result<Meeting, Rende
             published: None,
         });
     }
-    let job = job_id(&env);
+    let job = job_id(env);
     let file = dir.join(RENDEZVOUS_FILE);
     let host = host_name();
     if r == 0 {

@@ -15,6 +15,9 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         unsafe { std::env::set_var("RAYON_NUM_THREADS", n.to_string()) };
     }
     let s = args.settings()?;
+    if let Some(dir) = &args.cluster.cluster {
+        return data_parallel(&args, s, dir);
+    }
     let progress = Progress::new(
         0,
         "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} steps {msg}",
@@ -35,4 +38,160 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
         ),
         _ => Ok(Outcome::Ok),
     }
+}
+
+/// `--path` of rank `r` > 0: `stem.rank<r>.ext`, so ranks sharing a folder do not overwrite
+/// each other's weights (every rank's are the same after each step; a test compares them).
+fn per_rank(p: &std::path::Path, r: usize) -> std::path::PathBuf {
+    if r == 0 {
+        return p.to_path_buf();
+    }
+    let stem = p.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match p.extension() {
+        Some(e) => format!("{stem}.rank{r}.{}", e.to_string_lossy()),
+        None => format!("{stem}.rank{r}"),
+    };
+    p.with_file_name(name)
+}
+
+/// One rank of data-parallel training (`train --cluster DIR`).
+fn data_parallel(
+    args: &TrainArgs,
+    mut s: crate::train::TrainSettings,
+    dir: &std::path::Path,
+) -> anyhow::Result<Outcome> {
+    use crate::cluster::collective::Reducer;
+    use crate::cluster::run::{host_name, meet};
+    use crate::cluster::{Given, rank};
+    use crate::report::schema::cluster::TrainRankReport;
+
+    let c = &args.cluster;
+    let found = rank::from_env(Given {
+        rank: c.rank,
+        world_size: c.world_size,
+    })
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; give --rank and --world-size by hand for a launcher acceval does not read"
+        )
+    })?;
+    if !matches!(s.source, crate::train::Source::Builtin(_)) {
+        anyhow::bail!(
+            "--cluster trains a built-in workload (--workload); a lab's own script (--exec) runs its own data parallelism"
+        );
+    }
+    if s.repeat > 1 || s.peak_power {
+        anyhow::bail!("--cluster runs one training: leave out --repeat and --peak-power");
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("--cluster {}: {e}", dir.display()))?;
+    let r = found.rank;
+    for p in [&mut s.save_weights, &mut s.export_onnx, &mut s.mllog]
+        .into_iter()
+        .flatten()
+    {
+        *p = per_rank(p, r);
+    }
+    let mut file = TrainRankReport {
+        schema: "acceval.cluster-train-rank/1".into(),
+        rank: r,
+        world_size: found.world_size,
+        host: host_name(),
+        launcher: found.launcher.to_string(),
+        launcher_source: found.source.clone(),
+        tool: format!(
+            "acceval {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            crate::util::build_info::commit()
+        ),
+        rendezvous: "n/a: the ranks did not meet".into(),
+        all_reduce: args.all_reduce.to_string(),
+        global_batch: 0,
+        local_samples: 0,
+        local_samples_per_s: None,
+        comm: Default::default(),
+        compute_s: None,
+        complete: false,
+        error: None,
+        report: None,
+    };
+    let path = dir.join(format!("train-rank-{r}.json"));
+    let write = |f: &TrainRankReport| -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(f)?;
+        text.push('\n');
+        crate::util::fs::write_file(&path, text.as_bytes())?;
+        Ok(())
+    };
+    let fail = |f: &mut TrainRankReport, e: String| -> anyhow::Error {
+        f.error = Some(e.clone());
+        match write(f) {
+            Ok(()) => anyhow::anyhow!("rank {}: {e} (written: {})", f.rank, path.display()),
+            Err(w) => anyhow::anyhow!(
+                "rank {}: {e}; and its file could not be written: {w}",
+                f.rank
+            ),
+        }
+    };
+    let timeout = std::time::Duration::from_secs_f64(c.cluster_timeout);
+    let meeting = match meet(&found, dir, timeout) {
+        Ok(m) => m,
+        Err(e) => return Err(fail(&mut file, format!("meeting the other ranks: {e}"))),
+    };
+    file.rendezvous = meeting.how.clone();
+    let reducer = match Reducer::new(meeting, found.world_size, args.all_reduce) {
+        Ok(x) => x,
+        Err(e) => return Err(fail(&mut file, format!("setting up the all-reduce: {e}"))),
+    };
+    let shared = std::sync::Arc::new(std::sync::Mutex::new(reducer));
+    s.data_parallel = Some(crate::train::DataParallel(std::sync::Arc::clone(&shared)));
+    let progress = if r == 0 {
+        Progress::new(
+            0,
+            "{spinner} {elapsed_precise} [{bar:30}] {pos}/{len} steps {msg}",
+        )
+    } else {
+        Progress::hidden()
+    };
+    let result = crate::train::run(&s, &progress, &stop_flag());
+    progress.finish();
+    let red = shared
+        .lock()
+        .map_err(|_| anyhow::anyhow!("rank {r}: the all-reduce was poisoned"))?;
+    file.comm = red.stats.clone();
+    file.local_samples = red.local_samples;
+    file.compute_s = (red.stats.calls > 0).then(|| red.step_seconds - red.stats.seconds);
+    drop(red);
+    let report = match result {
+        Ok(x) => x,
+        Err(e) => {
+            let e = format!("{}", crate::cli::flags::train(e));
+            if let Ok(mut red) = shared.lock() {
+                red.meeting().abort(&format!("rank {r}: {e}"));
+            }
+            return Err(fail(&mut file, e));
+        }
+    };
+    file.global_batch = report.batch.value().map_or(0, |b| b as usize);
+    file.local_samples_per_s =
+        (report.total_s > 0.0).then(|| file.local_samples as f64 / report.total_s);
+    file.complete = report.error.is_none();
+    let error = report.error.clone();
+    let (total_s, thr) = (report.total_s, report.throughput_samples_per_s.value());
+    file.report = Some(report);
+    if let Some(e) = error {
+        return Err(fail(&mut file, e));
+    }
+    write(&file)?;
+    println!(
+        "rank {r} of {}: trained {} samples (its shares of global batches of {}) in {total_s:.3} s; global {} samples/s; all-reduce {} calls, {:.3} s, {} bytes sent; wrote {}",
+        file.world_size,
+        file.local_samples,
+        file.global_batch,
+        thr.map_or("n/a".into(), |t| format!("{t:.1}")),
+        file.comm.calls,
+        file.comm.seconds,
+        file.comm.bytes_sent,
+        path.display()
+    );
+    Ok(Outcome::Ok)
 }

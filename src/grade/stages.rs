@@ -167,6 +167,7 @@ pub fn train_settings(
         },
         peak_power: false,
         command_line: vec![format!("acceval grade ([train] {})", t.workload)],
+        data_parallel: None,
     }
 }
 

@@ -92,12 +92,14 @@ pub fn keep_freed_memory() -> bool {
 pub fn start(s: &TrainSettings, w: &dyn Workload, dev: &Device) -> Result<Box<dyn Trainer>, Error> {
     let lr = s.lr.unwrap_or(w.default_lr());
     match s.engine {
-        Engine::Candle => Ok(Box::new(CandleTrainer::new(
-            w,
-            dev,
-            super::builtin::dtype(&s.precision),
-            lr,
-        )?)),
+        Engine::Candle => {
+            let mut t = CandleTrainer::new(w, dev, super::builtin::dtype(&s.precision), lr)?;
+            t.dp = s.data_parallel.clone();
+            Ok(Box::new(t))
+        }
+        Engine::Tch if s.data_parallel.is_some() => Err(Error::DataParallel(
+            "runs on candle only (--backend candle); libtorch's own DistributedDataParallel is torchrun's job".into(),
+        )),
         Engine::Tch => tch_trainer(s, w, lr),
     }
 }
@@ -142,6 +144,8 @@ pub struct CandleTrainer {
     dev: Device,
     dt: DType,
     last: Option<Tensor>,
+    /// Data-parallel: the all-reduce of the gradients over the ranks.
+    dp: Option<super::DataParallel>,
 }
 
 impl CandleTrainer {
@@ -161,12 +165,82 @@ impl CandleTrainer {
             dev: dev.clone(),
             dt,
             last: None,
+            dp: None,
         })
+    }
+}
+
+impl CandleTrainer {
+    /// One step of data-parallel training: this rank's share of the global batch `idx`
+    /// (an even split, the remainder to the first ranks), its gradients and loss weighted by
+    /// its share (so that their sum over the ranks is the gradient of the global batch's mean
+    /// loss), summed over the ranks, then clipping and the update, the same on every rank.
+    fn data_parallel_step(
+        &mut self,
+        w: &dyn Workload,
+        idx: &[usize],
+        dp: &super::DataParallel,
+    ) -> Result<(), Error> {
+        let t0 = std::time::Instant::now();
+        let mut red =
+            dp.0.lock()
+                .map_err(|_| Error::DataParallel("the all-reduce was poisoned".into()))?;
+        let share = crate::report::schema::cluster::Shard::of(idx.len(), red.world, red.rank);
+        let local = &idx[share.start..share.end];
+        let k = local.len() as f64 / idx.len().max(1) as f64;
+        let vars = self.graph.vars();
+        let mut flat: Vec<f32> = Vec::new();
+        let mut loss_here = 0.0;
+        if local.is_empty() {
+            for v in &vars {
+                flat.extend(std::iter::repeat_n(0f32, v.elem_count()));
+            }
+        } else {
+            let b = w.batch(local, &self.dev, self.dt)?;
+            let loss = w.loss(&self.graph, &b)?;
+            let grads = loss.backward()?;
+            for v in &vars {
+                match grads.get(v) {
+                    Some(g) => flat.extend(
+                        g.affine(k, 0.0)?
+                            .flatten_all()?
+                            .to_dtype(DType::F32)?
+                            .to_vec1::<f32>()?,
+                    ),
+                    None => flat.extend(std::iter::repeat_n(0f32, v.elem_count())),
+                }
+            }
+            loss_here = loss.to_dtype(DType::F64)?.to_scalar::<f64>()? * k;
+        }
+        flat.push(loss_here as f32);
+        red.all_reduce_sum(&mut flat)
+            .map_err(|e| Error::DataParallel(e.to_string()))?;
+        let mut grads = candle_core::backprop::GradStore::default();
+        let mut at = 0;
+        for v in &vars {
+            let n = v.elem_count();
+            let g =
+                Tensor::from_slice(&flat[at..at + n], v.shape(), &self.dev)?.to_dtype(v.dtype())?;
+            grads.insert(v, g);
+            at += n;
+        }
+        if let Some(max) = w.max_grad_norm() {
+            super::builtin::clip_grad_norm(&mut grads, &vars, max)?;
+        }
+        self.opt.step(&grads)?;
+        self.dev.synchronize()?;
+        self.last = Some(Tensor::new(flat[at], &self.dev)?);
+        red.local_samples += local.len() as u64;
+        red.step_seconds += t0.elapsed().as_secs_f64();
+        Ok(())
     }
 }
 
 impl Trainer for CandleTrainer {
     fn step(&mut self, w: &dyn Workload, idx: &[usize]) -> Result<(), Error> {
+        if let Some(dp) = self.dp.clone() {
+            return self.data_parallel_step(w, idx, &dp);
+        }
         let b = w.batch(idx, &self.dev, self.dt)?;
         let loss = w.loss(&self.graph, &b)?;
         let mut grads = loss.backward()?;

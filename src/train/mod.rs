@@ -96,6 +96,9 @@ pub enum Error {
     Wait(std::io::Error),
     #[error("no input set '{0}'")]
     NoInputSet(&'static str),
+    /// Data-parallel training lost a rank, or cannot run on this engine.
+    #[error("data-parallel training: {0}")]
+    DataParallel(String),
     #[error("no zoo model '{0}'")]
     NoZooModel(String),
     #[error("cannot write '{}': {err}", path.display())]
@@ -174,6 +177,26 @@ pub struct TrainSettings {
     pub peak_power: bool,
     /// The command line (recorded beside saved weights).
     pub command_line: Vec<String>,
+    /// Data-parallel training (`train --cluster`): this rank's share of every global batch,
+    /// its gradients summed over the ranks before the update.
+    pub data_parallel: Option<DataParallel>,
+}
+
+/// A rank's all-reduce, shared with the trainer (issue 25, point 5).
+#[derive(Clone)]
+pub struct DataParallel(pub std::sync::Arc<std::sync::Mutex<crate::cluster::collective::Reducer>>);
+
+impl std::fmt::Debug for DataParallel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.lock() {
+            Ok(r) => write!(
+                f,
+                "DataParallel(rank {} of {}, {:?})",
+                r.rank, r.world, r.mode
+            ),
+            Err(_) => f.write_str("DataParallel(poisoned)"),
+        }
+    }
 }
 
 /// The sampler's time base: ms from its first tick.

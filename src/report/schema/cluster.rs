@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::bench::{BenchReport, Figure};
+use super::train::TrainReport;
 
 /// The samples a rank ran: sample k of the cluster's N uses input k mod (distinct inputs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -169,4 +170,50 @@ pub struct ClusterReport {
     pub launcher: String,
     pub cluster: ClusterFigures,
     pub nodes: Vec<NodeFigures>,
+}
+
+/// What the all-reduces of a run cost this rank.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CommStats {
+    pub calls: u64,
+    /// Wall time inside the all-reduce, s.
+    pub seconds: f64,
+    /// Bytes this rank sent and received.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Rounds of the last call (ring: 2(M − 1); parameter server: 1 gather + 1 broadcast).
+    pub rounds: u64,
+}
+
+/// `DIR/train-rank-<r>.json`: one rank of data-parallel training (§5.2, §7.1.5 b).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TrainRankReport {
+    /// `acceval.cluster-train-rank/1`.
+    pub schema: String,
+    pub rank: usize,
+    pub world_size: usize,
+    pub host: String,
+    pub launcher: String,
+    pub launcher_source: Vec<String>,
+    pub tool: String,
+    pub rendezvous: String,
+    /// The all-reduce, in words.
+    pub all_reduce: String,
+    /// The global batch; this rank trains its share of each (an even split, the remainder
+    /// to the first ranks) and its gradients are weighted by that share before the sum.
+    pub global_batch: usize,
+    /// Samples this rank trained (its shares), over the whole run.
+    pub local_samples: u64,
+    /// local_samples / the run's total time, samples/s: this node's throughput (§7.1.5 b).
+    pub local_samples_per_s: Option<f64>,
+    /// The all-reduces: calls, time, bytes, rounds.
+    pub comm: CommStats,
+    /// Σ step time − time in the all-reduce, s: this rank's compute (the batch, forward,
+    /// backward, the update).
+    pub compute_s: Option<f64>,
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The rank's own training report (its step times include the all-reduce).
+    pub report: Option<TrainReport>,
 }

@@ -69,6 +69,10 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
         ("llm.schema.json", schema_for!(llm::LlmReport)),
         ("cluster-rank.schema.json", schema_for!(cluster::RankReport)),
         ("cluster.schema.json", schema_for!(cluster::ClusterReport)),
+        (
+            "cluster-train-rank.schema.json",
+            schema_for!(cluster::TrainRankReport),
+        ),
     ]
 }
 
