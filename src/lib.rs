@@ -67,7 +67,11 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<Outcome> {
         cli::Command::Report { dir, format } => commands::report::run(&dir, &format),
         cli::Command::Profile { command } => commands::profile::run(command),
         cli::Command::Cluster { command } => commands::cluster::run(command),
-        cli::Command::Merge { dir, json } => commands::cluster::merge(&dir, json),
+        cli::Command::Merge {
+            dir,
+            baseline,
+            json,
+        } => commands::cluster::merge(&dir, baseline.as_deref(), json),
         cli::Command::Schemas { write, check } => commands::schemas::run(write, check),
     }
 }

@@ -538,10 +538,16 @@ fn data_parallel_training_ends_with_the_weights_of_one_rank_on_the_same_global_b
     .join(" ");
     // One rank: the reference.
     let one = dir.path().join("one.safetensors");
+    let one_json = dir.path().join("one.json");
     let (code, _, err) = common::acceval(
         &[
             train.split(' ').collect::<Vec<_>>(),
-            vec!["--save-weights", one.to_str().unwrap()],
+            vec![
+                "--save-weights",
+                one.to_str().unwrap(),
+                "--export-json",
+                one_json.to_str().unwrap(),
+            ],
         ]
         .concat(),
     );

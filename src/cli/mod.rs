@@ -115,11 +115,15 @@ pub enum Command {
         command: ProfileCommand,
     },
     /// The cluster figures of a `bench --cluster DIR` run from its ranks' files (§7.2.4 b
-    /// FPS, per-node FPS, imbalance, energy): every rank must have reported, or the run is
-    /// INVALID (exit 1) and the missing or failed rank is named. Writes DIR/cluster.json and
-    /// DIR/cluster.md.
+    /// FPS, per-node FPS, imbalance, energy) or of `train --cluster DIR` (§7.1.5 b throughput,
+    /// the all-reduce's share): every rank must have reported, or the run is INVALID (exit 1)
+    /// and the missing or failed rank is named. Writes DIR/cluster.json and DIR/cluster.md.
     Merge {
         dir: PathBuf,
+        /// Training runs: one rank's `train --export-json` report on the same workload, for
+        /// the scaling efficiency.
+        #[arg(long, value_name = "REPORT")]
+        baseline: Option<PathBuf>,
         /// Print the result as JSON on stdout (instead of the summary).
         #[arg(long)]
         json: bool,

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use crate::report::schema::bench::Figure;
 use crate::report::schema::cluster::{
-    ClockOffset, ClusterFigures, ClusterReport, NodeFigures, RankReport, Shard,
+    ClockOffset, ClusterFigures, ClusterReport, NodeFigures, RankReport, Shard, TrainRankReport,
+    TrainingFigures, TrainingNode,
 };
 
 /// Why there is nothing to merge.
@@ -131,8 +132,19 @@ fn same_run(ranks: &BTreeMap<usize, RankReport>, problems: &mut Vec<String>) {
     }
 }
 
-/// The merged figures of the rank files in `dir`.
-pub fn merge(dir: &Path) -> Result<ClusterReport, MergeError> {
+/// The merged figures of the rank files in `dir`: a `bench --cluster` run (rank-<r>.json)
+/// or data-parallel training (train-rank-<r>.json; `baseline`: one rank's train report, for
+/// the scaling efficiency).
+pub fn merge(dir: &Path, baseline: Option<&Path>) -> Result<ClusterReport, MergeError> {
+    let has = |prefix: &str| {
+        std::fs::read_dir(dir).is_ok_and(|d| {
+            d.filter_map(|e| e.ok())
+                .any(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        })
+    };
+    if has("train-rank-") && !has("rank-") {
+        return merge_training(dir, baseline);
+    }
     let (ranks, mut problems) = read_ranks(dir)?;
     let mut notes = Vec::new();
     let world = ranks.values().map(|r| r.world_size).max().unwrap_or(0);
@@ -379,6 +391,214 @@ pub fn merge(dir: &Path) -> Result<ClusterReport, MergeError> {
             inferences_per_joule,
         },
         nodes,
+        training: None,
+    })
+}
+
+/// A figure that does not apply to a training run.
+fn not_bench(unit: &str) -> Figure {
+    Figure {
+        value: None,
+        unit: unit.into(),
+        definition: "n/a: a training run (see training)".into(),
+    }
+}
+
+/// Data-parallel training: every rank reported a complete run of the same workload, batch
+/// and build, and reached the same held-out metric (the same weights).
+fn merge_training(dir: &Path, baseline: Option<&Path>) -> Result<ClusterReport, MergeError> {
+    let mut problems = Vec::new();
+    let mut ranks: BTreeMap<usize, TrainRankReport> = BTreeMap::new();
+    let names = std::fs::read_dir(dir).map_err(|err| MergeError::Read {
+        dir: dir.to_path_buf(),
+        err,
+    })?;
+    for e in names.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("train-rank-") && name.ends_with(".json")) {
+            continue;
+        }
+        match std::fs::read_to_string(e.path())
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str::<TrainRankReport>(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r) => {
+                ranks.insert(r.rank, r);
+            }
+            Err(e) => problems.push(format!("{name} is not a training rank file: {e}")),
+        }
+    }
+    let world = ranks.values().map(|r| r.world_size).max().unwrap_or(0);
+    let missing: Vec<usize> = (0..world).filter(|r| !ranks.contains_key(r)).collect();
+    for r in &missing {
+        problems.push(format!(
+            "rank {r} did not report (no train-rank-{r}.json): it died, hung or never started; the run is invalid"
+        ));
+    }
+    let key = |r: &TrainRankReport| {
+        let rep = r.report.as_ref();
+        format!(
+            "{} | {} | batch {} | {} | {}",
+            r.tool,
+            rep.map_or("n/a".into(), |x| x.workload.clone()),
+            r.global_batch,
+            r.all_reduce,
+            rep.map_or(0, |x| x.epochs.len())
+        )
+    };
+    let eval = |r: &TrainRankReport| {
+        r.report
+            .as_ref()
+            .and_then(|x| x.epochs.iter().rev().find_map(|e| e.eval.as_ref()))
+            .map(|e| e.value)
+    };
+    let first = ranks.values().next();
+    for (r, x) in &ranks {
+        if !x.complete {
+            problems.push(format!(
+                "rank {r} did not complete: {}",
+                x.error.as_deref().unwrap_or("no reason recorded")
+            ));
+        }
+        if let Some(f) = first
+            && key(x) != key(f)
+        {
+            problems.push(format!(
+                "rank {r} ran {} but rank {} ran {}",
+                key(x),
+                f.rank,
+                key(f)
+            ));
+        }
+        if let (Some(a), Some(b)) = (first.and_then(eval), eval(x))
+            && a != b
+        {
+            problems.push(format!(
+                "rank {r} ends at held-out {b}, rank {} at {a}: the ranks' weights diverged",
+                first.map_or(0, |f| f.rank)
+            ));
+        }
+    }
+    let valid = problems.is_empty();
+    let nodes: Vec<TrainingNode> = ranks
+        .values()
+        .map(|x| TrainingNode {
+            rank: x.rank,
+            host: x.host.clone(),
+            local_samples: x.local_samples,
+            samples_per_s: x.local_samples_per_s,
+            compute_s: x.compute_s,
+            all_reduce_s: x.comm.seconds,
+            all_reduce_share: x
+                .compute_s
+                .map(|c| x.comm.seconds / (c + x.comm.seconds))
+                .filter(|v| v.is_finite()),
+            bytes_sent: x.comm.bytes_sent,
+            rounds: x.comm.rounds,
+        })
+        .collect();
+    let rates: Vec<f64> = nodes.iter().filter_map(|n| n.samples_per_s).collect();
+    let all = valid && rates.len() == nodes.len() && !rates.is_empty();
+    let why = || {
+        format!(
+            "n/a: the run is invalid ({})",
+            problems
+                .first()
+                .cloned()
+                .unwrap_or("a node has no throughput".into())
+        )
+    };
+    let sum = all.then(|| rates.iter().sum::<f64>());
+    let fig = |v: Option<f64>, d: &str| Figure {
+        value: v,
+        unit: "samples/s".into(),
+        definition: if v.is_some() { d.to_string() } else { why() },
+    };
+    let base = baseline.map(|p| {
+        std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| {
+                serde_json::from_str::<crate::report::schema::train::TrainReport>(&t)
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(|e| format!("n/a: --baseline {}: {e}", p.display()))
+            .and_then(|r| {
+                r.throughput_samples_per_s
+                    .value()
+                    .ok_or_else(|| "n/a: the baseline has no throughput".to_string())
+            })
+    });
+    let scaling_efficiency = match (sum, base) {
+        (Some(s), Some(Ok(b))) if b > 0.0 => Figure {
+            value: Some(s / (world as f64 * b)),
+            unit: "ratio".into(),
+            definition: format!(
+                "the cluster's samples/s / ({world} × the one-rank run's {b:.1} samples/s)"
+            ),
+        },
+        (_, Some(Err(e))) => Figure {
+            value: None,
+            unit: "ratio".into(),
+            definition: e,
+        },
+        _ => Figure {
+            value: None,
+            unit: "ratio".into(),
+            definition: "n/a: give merge --baseline REPORT (one rank's train --export-json on the same workload)".into(),
+        },
+    };
+    let f = first;
+    let training = TrainingFigures {
+        workload: f
+            .and_then(|x| x.report.as_ref())
+            .map_or("n/a".into(), |x| x.workload.clone()),
+        all_reduce: f.map_or("n/a".into(), |x| x.all_reduce.clone()),
+        global_batch: f.map_or(0, |x| x.global_batch),
+        throughput_mean: fig(
+            sum.map(|s| s / rates.len() as f64),
+            "§7.1.5 b: the mean of the nodes' throughputs (each node's samples / its run time)",
+        ),
+        throughput_sum: fig(
+            sum,
+            "the nodes' throughputs summed: the cluster's samples/s",
+        ),
+        nodes,
+        scaling_efficiency,
+        final_eval: f.and_then(eval),
+    };
+    Ok(ClusterReport {
+        schema: "acceval.cluster/1".into(),
+        dir: dir.display().to_string(),
+        kind: "train".into(),
+        valid,
+        problems,
+        notes: Vec::new(),
+        world_size: world,
+        ranks_found: ranks.keys().copied().collect(),
+        missing_ranks: missing,
+        model: training.workload.clone(),
+        model_sha256: "n/a: a built-in workload".into(),
+        backend: f
+            .and_then(|x| x.report.as_ref())
+            .map_or("n/a".into(), |x| x.framework.clone()),
+        launcher: f.map_or("n/a".into(), |x| x.launcher.clone()),
+        cluster: ClusterFigures {
+            expected_samples: 0,
+            samples: 0,
+            t_s: None,
+            t_error_s: None,
+            fps: not_bench("inferences/s"),
+            fps_low: None,
+            fps_high: None,
+            barrier_t_s: None,
+            fps_barrier: not_bench("inferences/s"),
+            imbalance: None,
+            energy_j: None,
+            energy_na: Some("n/a: a training run (each rank's report has its own energy)".into()),
+            inferences_per_joule: not_bench("inferences/J"),
+        },
+        nodes: Vec::new(),
+        training: Some(training),
     })
 }
 
@@ -401,6 +621,37 @@ pub fn markdown(c: &ClusterReport) -> String {
     }
     for n in &c.notes {
         s += &format!("- Note: {n}\n");
+    }
+    if let Some(t) = &c.training {
+        let g = |x: &Figure| {
+            x.value
+                .map_or(x.definition.clone(), |v| format!("{v:.3} {}", x.unit))
+        };
+        s += &format!(
+            "\nData-parallel training of {} ({}), global batch {}; held-out at the end: {}\n\n| Figure | Value |\n|---|---|\n| Throughput, mean of the nodes (§7.1.5 b) | {} |\n| Throughput, sum of the nodes | {} |\n| Scaling efficiency | {} |\n\n| Rank | Host | Samples | Samples/s | Compute s | All-reduce s | All-reduce share | Bytes sent | Rounds |\n|---|---|---|---|---|---|---|---|---|\n",
+            t.workload,
+            t.all_reduce,
+            t.global_batch,
+            f(t.final_eval, 4),
+            g(&t.throughput_mean),
+            g(&t.throughput_sum),
+            g(&t.scaling_efficiency),
+        );
+        for n in &t.nodes {
+            s += &format!(
+                "| {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |\n",
+                n.rank,
+                n.host,
+                n.local_samples,
+                f(n.samples_per_s, 1),
+                f(n.compute_s, 3),
+                n.all_reduce_s,
+                f(n.all_reduce_share, 3),
+                n.bytes_sent,
+                n.rounds
+            );
+        }
+        return s;
     }
     let k = &c.cluster;
     s += &format!(

@@ -57,9 +57,13 @@ pub fn run(command: ClusterCommand) -> anyhow::Result<Outcome> {
 }
 
 /// `acceval merge DIR`.
-pub fn merge(dir: &std::path::Path, json: bool) -> anyhow::Result<Outcome> {
+pub fn merge(
+    dir: &std::path::Path,
+    baseline: Option<&std::path::Path>,
+    json: bool,
+) -> anyhow::Result<Outcome> {
     use crate::cluster::merge;
-    let c = merge::merge(dir)?;
+    let c = merge::merge(dir, baseline)?;
     let mut text = serde_json::to_string_pretty(&c)?;
     text.push('\n');
     crate::util::fs::write_file(&dir.join("cluster.json"), text.as_bytes())?;
@@ -83,6 +87,48 @@ pub fn merge(dir: &std::path::Path, json: bool) -> anyhow::Result<Outcome> {
         }
         for n in &c.notes {
             println!("  note: {n}");
+        }
+        if let Some(t) = &c.training {
+            println!(
+                "  training {} with {}, global batch {}; held-out at the end {}",
+                t.workload,
+                t.all_reduce,
+                t.global_batch,
+                f(t.final_eval, 4)
+            );
+            for (name, x) in [
+                (
+                    "throughput, mean of the nodes (§7.1.5 b)",
+                    &t.throughput_mean,
+                ),
+                ("throughput, sum of the nodes", &t.throughput_sum),
+                ("scaling efficiency", &t.scaling_efficiency),
+            ] {
+                match x.value {
+                    Some(v) => println!("  {name}: {v:.2} {}", x.unit),
+                    None => println!("  {name}: {}", x.definition),
+                }
+            }
+            for n in &t.nodes {
+                println!(
+                    "  rank {} on {}: {} samples, {} samples/s, all-reduce {:.3} s ({} of its step time), {} bytes sent, {} rounds per call",
+                    n.rank,
+                    n.host,
+                    n.local_samples,
+                    f(n.samples_per_s, 1),
+                    n.all_reduce_s,
+                    n.all_reduce_share
+                        .map_or("n/a".into(), |s| format!("{:.1} %", s * 100.0)),
+                    n.bytes_sent,
+                    n.rounds
+                );
+            }
+            println!("wrote {0}/cluster.json and {0}/cluster.md", dir.display());
+            return Ok(if c.valid {
+                Outcome::Ok
+            } else {
+                Outcome::NotCompliant
+            });
         }
         match k.fps.value {
             Some(v) => println!(

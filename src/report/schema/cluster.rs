@@ -170,6 +170,43 @@ pub struct ClusterReport {
     pub launcher: String,
     pub cluster: ClusterFigures,
     pub nodes: Vec<NodeFigures>,
+    /// Data-parallel training (`train --cluster`): §7.1.5 b throughput of the cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training: Option<TrainingFigures>,
+}
+
+/// The training cluster's figures (§7.1.5 b, §5.2).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TrainingFigures {
+    pub workload: String,
+    pub all_reduce: String,
+    pub global_batch: usize,
+    /// §7.1.5 b as the draft says: the mean of the nodes' throughputs (each node's samples /
+    /// its run time).
+    pub throughput_mean: Figure,
+    /// The nodes' throughputs summed: the cluster's samples per second.
+    pub throughput_sum: Figure,
+    /// Per rank: node throughput, samples/s; all-reduce share of its step time.
+    pub nodes: Vec<TrainingNode>,
+    /// The cluster's summed throughput / (ranks × a one-rank run's throughput), from
+    /// `merge --baseline REPORT` (a `train` report of one rank on the same workload).
+    pub scaling_efficiency: Figure,
+    /// The held-out metric every rank reached (all must agree: the same weights).
+    pub final_eval: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TrainingNode {
+    pub rank: usize,
+    pub host: String,
+    pub local_samples: u64,
+    pub samples_per_s: Option<f64>,
+    pub compute_s: Option<f64>,
+    pub all_reduce_s: f64,
+    /// all_reduce_s / (compute_s + all_reduce_s).
+    pub all_reduce_share: Option<f64>,
+    pub bytes_sent: u64,
+    pub rounds: u64,
 }
 
 /// What the all-reduces of a run cost this rank.
