@@ -74,13 +74,16 @@ pub fn merge(
         let k = &c.cluster;
         let f = |v: Option<f64>, d: usize| v.map_or("n/a".to_string(), |v| format!("{v:.d$}"));
         println!(
-            "cluster run {}: {} ({} of {} rank(s) reported; {} of N = {} samples)",
+            "cluster run {}: {} ({} of {} rank(s) reported{})",
             dir.display(),
             if c.valid { "VALID" } else { "INVALID" },
             c.ranks_found.len(),
             c.world_size,
-            k.samples,
-            k.expected_samples
+            if c.training.is_some() {
+                String::new()
+            } else {
+                format!("; {} of N = {} samples", k.samples, k.expected_samples)
+            }
         );
         for p in &c.problems {
             println!("  problem: {p}");
