@@ -553,7 +553,12 @@ fn data_parallel_training_ends_with_the_weights_of_one_rank_on_the_same_global_b
     );
     assert_eq!(code, 0, "{err}");
     let reference = weights(&one);
-    for (np, mode) in [(3, "ring"), (2, "parameter-server")] {
+    let mut modes = vec![(3, "ring"), (2, "parameter-server")];
+    if cfg!(feature = "mpi") {
+        // MPI_Allreduce of Debian's Open MPI (cargo test --features mpi).
+        modes.push((3, "mpi"));
+    }
+    for (np, mode) in modes {
         let d = dir.path().join(format!("{mode}-{np}"));
         let w = dir.path().join(format!("{mode}.safetensors"));
         let mut c = std::process::Command::new("mpirun");
@@ -621,6 +626,12 @@ fn data_parallel_training_ends_with_the_weights_of_one_rank_on_the_same_global_b
             if mode == "ring" {
                 assert_eq!(comm["rounds"].as_u64(), Some(2 * (np as u64 - 1)));
             }
+            if mode == "mpi" {
+                assert!(
+                    v["rendezvous"].as_str().unwrap().contains("MPI_Barrier"),
+                    "{v}"
+                );
+            }
             assert!(f(&v["compute_s"]) > 0.0 && f(&comm["seconds"]) > 0.0, "{v}");
             local += v["local_samples"].as_u64().unwrap();
         }
@@ -634,4 +645,36 @@ fn data_parallel_training_ends_with_the_weights_of_one_rank_on_the_same_global_b
             worst.0, worst.1
         );
     }
+}
+
+#[test]
+fn the_mpi_all_reduce_without_the_feature_says_how_to_build_it() {
+    if cfg!(feature = "mpi") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _, err) = common::acceval(&[
+        "train",
+        "--workload",
+        "lstm-load-forecast",
+        "--samples",
+        "64",
+        "--epochs",
+        "1",
+        "--rank",
+        "0",
+        "--world-size",
+        "1",
+        "--all-reduce",
+        "mpi",
+        "--cluster",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("cargo feature mpi") && err.contains("libopenmpi-dev"),
+        "{err}"
+    );
+    let v = read_json(&dir.path().join("train-rank-0.json"));
+    assert_eq!(v["complete"], false, "{v}");
 }

@@ -5,6 +5,7 @@
 
 pub mod collective;
 pub mod merge;
+pub mod mpi;
 pub mod rank;
 pub mod rendezvous;
 pub mod run;

@@ -54,11 +54,35 @@ pub struct Meeting {
     /// How the ranks met, for the report.
     pub how: String,
     published: Option<PathBuf>,
+    /// MPI, when built with it and launched by mpirun: the barriers (and the training's
+    /// all-reduce, when asked for) go through it; the clock probes stay on TCP.
+    pub mpi: Option<super::mpi::Mpi>,
 }
 
 /// Meets the other ranks of `rank`'s run; `timeout` bounds the joining and every wait.
 pub fn meet(rank: &Rank, dir: &Path, timeout: Duration) -> Result<Meeting, RendezvousError> {
-    meet_with(rank, dir, timeout, &|k| std::env::var(k).ok())
+    let mut m = meet_with(rank, dir, timeout, &|k| std::env::var(k).ok())?;
+    if cfg!(feature = "mpi") && super::mpi::launched_by_mpi(rank.launcher) {
+        let mpi = super::mpi::Mpi::init().map_err(|what| RendezvousError::Peer {
+            rank: rank.rank,
+            what: format!("MPI_Init: {what}"),
+        })?;
+        if (mpi.rank(), mpi.size()) != (rank.rank, rank.world_size) {
+            return Err(RendezvousError::Peer {
+                rank: rank.rank,
+                what: format!(
+                    "MPI says rank {} of {}, the launcher's variables rank {} of {}",
+                    mpi.rank(),
+                    mpi.size(),
+                    rank.rank,
+                    rank.world_size
+                ),
+            });
+        }
+        m.how += &format!("; barriers: MPI_Barrier ({})", super::mpi::Mpi::library());
+        m.mpi = Some(mpi);
+    }
+    Ok(m)
 }
 
 /// `meet` with the environment `env` (a lookup, so tests give their own).
@@ -86,6 +110,7 @@ pub fn meet_with(
             rank: r,
             how: format!("TCP at {at} (MASTER_ADDR, MASTER_PORT)"),
             published: None,
+            mpi: None,
         });
     }
     let job = job_id(env);
@@ -117,6 +142,7 @@ pub fn meet_with(
                 file.display()
             ),
             published: Some(file),
+            mpi: None,
         });
     }
     let read = || -> Option<String> {
@@ -155,6 +181,7 @@ pub fn meet_with(
         rank: r,
         how: format!("TCP at the address rank 0 published in {}", file.display()),
         published: None,
+        mpi: None,
     })
 }
 
@@ -184,6 +211,10 @@ impl Meeting {
     }
 
     pub fn barrier(&mut self) -> Result<f64, RendezvousError> {
+        if let Some(m) = &self.mpi {
+            m.barrier();
+            return Ok(unix_now());
+        }
         match &mut self.node {
             Node::Coordinator(c) => c.barrier(),
             Node::Member(m) => m.barrier(),

@@ -142,6 +142,9 @@ fn data_parallel(
         Ok(x) => x,
         Err(e) => return Err(fail(&mut file, format!("setting up the all-reduce: {e}"))),
     };
+    // With MPI the reducer is neither Send nor Sync (MPI's handles stay on the thread that
+    // initialised it): only this thread, the one that trains, ever touches it.
+    #[allow(clippy::arc_with_non_send_sync)]
     let shared = std::sync::Arc::new(std::sync::Mutex::new(reducer));
     s.data_parallel = Some(crate::train::DataParallel(std::sync::Arc::clone(&shared)));
     let progress = if r == 0 {

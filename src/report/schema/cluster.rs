@@ -220,6 +220,9 @@ pub struct CommStats {
     pub bytes_received: u64,
     /// Rounds of the last call (ring: 2(M − 1); parameter server: 1 gather + 1 broadcast).
     pub rounds: u64,
+    /// What the figures mean where they are not counted on the wire (MPI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// `DIR/train-rank-<r>.json`: one rank of data-parallel training (§5.2, §7.1.5 b).
