@@ -205,7 +205,20 @@ fn a_rank_killed_mid_run_makes_the_cluster_run_invalid_and_is_named() {
         t.elapsed().as_secs() < 60,
         "the others did not wait out the run"
     );
-    assert!(!d.join("rank-1.json").exists());
+    // SIGKILL gives no chance to write: rank 1 has no file if it died before it started, or
+    // the provisional one naming the stage it had reached.
+    let r1 = d.join("rank-1.json");
+    let (missing, problem) = if r1.exists() {
+        let v = read_json(&r1);
+        common::assert_schema_valid("cluster-rank.schema.json", &v);
+        assert_eq!(v["complete"], false, "{v}");
+        (
+            serde_json::json!([]),
+            "rank 1 did not complete: interrupted or killed while",
+        )
+    } else {
+        (serde_json::json!([1]), "rank 1 did not report")
+    };
     let o = common::command()
         .args(["merge", "--json"])
         .arg(&d)
@@ -220,12 +233,13 @@ fn a_rank_killed_mid_run_makes_the_cluster_run_invalid_and_is_named() {
     );
     common::assert_schema_valid("cluster.schema.json", &c);
     assert_eq!(c["valid"], false);
-    assert_eq!(c["missing_ranks"], serde_json::json!([1]));
+    assert_eq!(c["missing_ranks"], missing);
     assert!(
-        c["problems"][0]
-            .as_str()
+        c["problems"]
+            .as_array()
             .unwrap()
-            .contains("rank 1 did not report"),
+            .iter()
+            .any(|p| p.as_str().unwrap_or("").contains(problem)),
         "{}",
         c["problems"]
     );
@@ -382,8 +396,11 @@ fn a_hung_rank_is_named_after_the_deadline_and_every_rank_file_says_what_happene
     assert!(named(r0["error"].as_str().unwrap()), "{r0}");
     let (code, out, _) = common::acceval(&["merge", d.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
+    // Rank 1, stopped then killed, left no file or its provisional one naming its stage.
     assert!(
-        out.contains("INVALID") && out.contains("rank 1 did not report"),
+        out.contains("INVALID")
+            && (out.contains("rank 1 did not report")
+                || out.contains("rank 1 did not complete: interrupted or killed while")),
         "{out}"
     );
 }
@@ -677,4 +694,83 @@ fn the_mpi_all_reduce_without_the_feature_says_how_to_build_it() {
     );
     let v = read_json(&dir.path().join("train-rank-0.json"));
     assert_eq!(v["complete"], false, "{v}");
+}
+
+#[test]
+fn a_rank_stopped_by_a_signal_while_it_waits_for_the_others_still_writes_its_file() {
+    // Rank 1 of 2, alone: it waits for rank 0 (never started) where no measurement loop looks
+    // at the stop flag. SIGTERM, as mpirun or scancel sends, must still leave its file,
+    // marked incomplete and naming where it was, and end it at once (not at SIGKILL).
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    let bench = "bench --model lstm-load-forecast --runs 100";
+    let train = "train --workload lstm-load-forecast --samples 64 --eval-samples 8 --batch 16 --epochs 1 --all-reduce ring";
+    for (args, file) in [(bench, "rank-1.json"), (train, "train-rank-1.json")] {
+        let d = dir.path().join(file.trim_end_matches(".json"));
+        let mut c = common::command();
+        c.env("MASTER_ADDR", "127.0.0.1")
+            .env("MASTER_PORT", &port)
+            .args(args.split(' '))
+            .args([
+                "--rank",
+                "1",
+                "--world-size",
+                "2",
+                "--cluster-timeout",
+                "120",
+            ])
+            .arg("--cluster")
+            .arg(&d)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let child = c.spawn().unwrap();
+        // Its provisional file says it is meeting the others: from then on it holds SIGTERM.
+        let f = d.join(file);
+        let waited = std::time::Instant::now();
+        while !f.exists() && waited.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let v = read_json(&f);
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap_or("")
+                .contains("interrupted or killed while meeting the other ranks"),
+            "{args}: the provisional file: {v}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let t = std::time::Instant::now();
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(130), "{args}: {err}");
+        assert!(
+            t.elapsed().as_secs_f64() < 5.0,
+            "{args}: stopped after {:?}",
+            t.elapsed()
+        );
+        assert!(
+            err.contains("interrupted while meeting the other ranks"),
+            "{err}"
+        );
+        let v = read_json(&f);
+        let schema = if file == "rank-1.json" {
+            "cluster-rank.schema.json"
+        } else {
+            "cluster-train-rank.schema.json"
+        };
+        common::assert_schema_valid(schema, &v);
+        assert_eq!(v["rank"], 1, "{v}");
+        assert_eq!(v["complete"], false, "{v}");
+        let e = v["error"].as_str().unwrap_or("");
+        assert!(
+            e.starts_with("interrupted (Ctrl-C or SIGTERM) while meeting the other ranks"),
+            "{args}: {v}"
+        );
+        if file == "rank-1.json" {
+            let (code, out, _) = common::acceval(&["merge", d.to_str().unwrap()]);
+            assert_eq!(code, 1, "{out}");
+            assert!(out.contains("INVALID"), "{out}");
+        }
+    }
 }

@@ -4,6 +4,7 @@
 //! clock offsets over TCP at `MASTER_ADDR:MASTER_PORT`).
 
 pub mod collective;
+pub mod file;
 pub mod merge;
 pub mod mpi;
 pub mod rank;
@@ -11,3 +12,23 @@ pub mod rendezvous;
 pub mod run;
 
 pub use rank::{Given, Launcher, Rank, RankError};
+
+impl file::RankRecord for crate::report::schema::cluster::RankReport {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn set_error(&mut self, why: String) {
+        self.complete = false;
+        self.error = Some(why);
+    }
+}
+
+impl file::RankRecord for crate::report::schema::cluster::TrainRankReport {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn set_error(&mut self, why: String) {
+        self.complete = false;
+        self.error = Some(why);
+    }
+}

@@ -245,6 +245,20 @@ pub struct Part<'a> {
     pub start_barrier_unix_s: Option<f64>,
     pub end_barrier_unix_s: Option<f64>,
     pub error: Option<String>,
+    /// Where the rank is, for the file written if a signal stops it.
+    pub stage: Option<super::file::Stage>,
+}
+
+impl Part<'_> {
+    /// Names the stage; `write` also leaves the provisional rank file (outside the timed
+    /// window only).
+    fn at(&self, s: &'static str, write: bool) {
+        match &self.stage {
+            Some(x) if write => x.mark(s),
+            Some(x) => x.set(s),
+            None => {}
+        }
+    }
 }
 
 impl ClusterPart for Part<'_> {
@@ -252,8 +266,10 @@ impl ClusterPart for Part<'_> {
         self.shard.start
     }
     fn start(&mut self) -> Result<(), String> {
+        self.at("at the start barrier or in its timed run", true);
         match self.meeting.barrier() {
             Ok(t) => {
+                self.at("running its shard", false);
                 self.start_barrier_unix_s = Some(t);
                 Ok(())
             }
@@ -268,6 +284,7 @@ impl ClusterPart for Part<'_> {
         if self.error.is_some() {
             return;
         }
+        self.at("waiting at the end barrier", false);
         match self.meeting.barrier() {
             Ok(t) => self.end_barrier_unix_s = Some(t),
             Err(e) => self.error = Some(format!("end barrier: {e}")),

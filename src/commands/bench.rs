@@ -90,7 +90,7 @@ fn cluster_rank(
     let shard = Shard::of(n, found.world_size, found.rank);
     s.policy.runs = shard.len();
     s.policy.duration_s = 0.0;
-    let mut file = RankReport {
+    let file = RankReport {
         schema: "acceval.cluster-rank/1".into(),
         kind: "bench".into(),
         rank: found.rank,
@@ -120,78 +120,77 @@ fn cluster_rank(
         report: None,
     };
     let path = dir.join(format!("rank-{}.json", found.rank));
-    let write = |f: &RankReport| -> anyhow::Result<()> {
-        let mut text = serde_json::to_string_pretty(f)?;
-        text.push('\n');
-        write_file(&path, text.as_bytes())?;
-        Ok(())
-    };
-    let fail = |f: &mut RankReport, e: String| -> anyhow::Error {
-        f.error = Some(e.clone());
-        match write(f) {
-            Ok(()) => anyhow::anyhow!("rank {}: {e} (written: {})", f.rank, path.display()),
-            Err(w) => anyhow::anyhow!(
-                "rank {}: {e}; and its file could not be written: {w}",
-                f.rank
-            ),
-        }
-    };
+    let stop = stop_flag();
+    let rf = crate::cluster::file::RankFile::new(path.clone(), file, &stop);
     let timeout = std::time::Duration::from_secs_f64(c.cluster_timeout);
+    rf.stage("meeting the other ranks");
     let mut meeting = match meet(&found, dir, timeout) {
         Ok(m) => m,
-        Err(e) => return Err(fail(&mut file, format!("meeting the other ranks: {e}"))),
+        Err(e) => return Err(rf.fail(format!("meeting the other ranks: {e}"))),
     };
-    file.rendezvous = meeting.how.clone();
+    rf.with(|f| f.rendezvous = meeting.how.clone());
+    rf.stage("probing the clock against rank 0's");
     match meeting.clock() {
-        Ok(o) => file.clock_offset_before = Some(o),
-        Err(e) => return Err(fail(&mut file, format!("clock probes before the run: {e}"))),
+        Ok(o) => rf.with(|f| f.clock_offset_before = Some(o)),
+        Err(e) => return Err(rf.fail(format!("clock probes before the run: {e}"))),
     }
+    rf.stage("loading the model and warming up");
     let mut part = Part {
         meeting: &mut meeting,
         shard,
         start_barrier_unix_s: None,
         end_barrier_unix_s: None,
         error: None,
+        stage: Some(rf.stage_handle()),
     };
-    let measured = bench::measure_part(&s, &Progress::hidden(), &stop_flag(), Some(&mut part));
+    let measured = bench::measure_part(&s, &Progress::hidden(), &stop, Some(&mut part));
     let (start_b, end_b, part_error) = (
         part.start_barrier_unix_s,
         part.end_barrier_unix_s,
         part.error.take(),
     );
-    file.start_barrier_unix_s = start_b;
-    file.end_barrier_unix_s = end_b;
+    rf.with(|f| {
+        f.start_barrier_unix_s = start_b;
+        f.end_barrier_unix_s = end_b;
+    });
     let report = match measured {
         Ok(r) => r,
         Err(e) => {
             let e = format!("{}", crate::cli::flags::measure(e));
             meeting.abort(&format!("rank {}: {e}", found.rank));
-            return Err(fail(&mut file, e));
+            return Err(rf.fail(e));
         }
     };
     if let (Some(o), Some(first), Some(last)) =
         (report.origin_unix_ms, report.raw.first(), report.raw.last())
     {
-        file.start_unix_s = Some((o + first.start_ms) / 1e3);
-        file.end_unix_s = Some((o + last.start_ms + last.total_ms) / 1e3);
+        rf.with(|f| {
+            f.start_unix_s = Some((o + first.start_ms) / 1e3);
+            f.end_unix_s = Some((o + last.start_ms + last.total_ms) / 1e3);
+        });
     }
-    file.samples = report.samples;
+    rf.with(|f| f.samples = report.samples);
     let mut error = part_error.or_else(|| report.error.clone());
     if error.is_none() {
+        rf.stage("probing the clock after the run");
         match meeting.clock() {
-            Ok(o) => file.clock_offset_after = Some(o),
+            Ok(o) => rf.with(|f| f.clock_offset_after = Some(o)),
             Err(e) => error = Some(format!("clock probes after the run: {e}")),
         }
     }
     if report.interrupted && error.is_none() {
         error = Some("interrupted (Ctrl-C or SIGTERM)".into());
     }
-    file.complete = error.is_none() && report.complete && report.samples == shard.len();
-    file.report = Some(report);
+    rf.with(|f| {
+        f.complete = error.is_none() && report.complete && report.samples == shard.len();
+        f.report = Some(report);
+    });
     if let Some(e) = error {
-        return Err(fail(&mut file, e));
+        return Err(rf.fail(e));
     }
-    write(&file)?;
+    rf.write()?;
+    // Only the summary line below reads it; the clone leaves the watcher its own record.
+    let file = rf.with(|f| f.clone());
     let t = file.end_unix_s.zip(file.start_unix_s).map(|(b, a)| b - a);
     println!(
         "rank {} of {} on {}: samples {}..{} ({}) in {} ({}); wrote {}",

@@ -92,7 +92,7 @@ fn data_parallel(
     {
         *p = per_rank(p, r);
     }
-    let mut file = TrainRankReport {
+    let file = TrainRankReport {
         schema: "acceval.cluster-train-rank/1".into(),
         rank: r,
         world_size: found.world_size,
@@ -116,31 +116,19 @@ fn data_parallel(
         report: None,
     };
     let path = dir.join(format!("train-rank-{r}.json"));
-    let write = |f: &TrainRankReport| -> anyhow::Result<()> {
-        let mut text = serde_json::to_string_pretty(f)?;
-        text.push('\n');
-        crate::util::fs::write_file(&path, text.as_bytes())?;
-        Ok(())
-    };
-    let fail = |f: &mut TrainRankReport, e: String| -> anyhow::Error {
-        f.error = Some(e.clone());
-        match write(f) {
-            Ok(()) => anyhow::anyhow!("rank {}: {e} (written: {})", f.rank, path.display()),
-            Err(w) => anyhow::anyhow!(
-                "rank {}: {e}; and its file could not be written: {w}",
-                f.rank
-            ),
-        }
-    };
+    let stop = stop_flag();
+    let rf = crate::cluster::file::RankFile::new(path.clone(), file, &stop);
     let timeout = std::time::Duration::from_secs_f64(c.cluster_timeout);
+    rf.stage("meeting the other ranks");
     let meeting = match meet(&found, dir, timeout) {
         Ok(m) => m,
-        Err(e) => return Err(fail(&mut file, format!("meeting the other ranks: {e}"))),
+        Err(e) => return Err(rf.fail(format!("meeting the other ranks: {e}"))),
     };
-    file.rendezvous = meeting.how.clone();
+    rf.with(|f| f.rendezvous = meeting.how.clone());
+    rf.stage("setting up the all-reduce");
     let reducer = match Reducer::new(meeting, found.world_size, args.all_reduce) {
         Ok(x) => x,
-        Err(e) => return Err(fail(&mut file, format!("setting up the all-reduce: {e}"))),
+        Err(e) => return Err(rf.fail(format!("setting up the all-reduce: {e}"))),
     };
     // With MPI the reducer is neither Send nor Sync (MPI's handles stay on the thread that
     // initialised it): only this thread, the one that trains, ever touches it.
@@ -155,14 +143,17 @@ fn data_parallel(
     } else {
         Progress::hidden()
     };
-    let result = crate::train::run(&s, &progress, &stop_flag());
+    rf.stage("training (or waiting in an all-reduce)");
+    let result = crate::train::run(&s, &progress, &stop);
     progress.finish();
     let red = shared
         .lock()
         .map_err(|_| anyhow::anyhow!("rank {r}: the all-reduce was poisoned"))?;
-    file.comm = red.stats.clone();
-    file.local_samples = red.local_samples;
-    file.compute_s = (red.stats.calls > 0).then(|| red.step_seconds - red.stats.seconds);
+    rf.with(|f| {
+        f.comm = red.stats.clone();
+        f.local_samples = red.local_samples;
+        f.compute_s = (red.stats.calls > 0).then(|| red.step_seconds - red.stats.seconds);
+    });
     drop(red);
     let report = match result {
         Ok(x) => x,
@@ -171,20 +162,24 @@ fn data_parallel(
             if let Ok(mut red) = shared.lock() {
                 red.meeting().abort(&format!("rank {r}: {e}"));
             }
-            return Err(fail(&mut file, e));
+            return Err(rf.fail(e));
         }
     };
-    file.global_batch = report.batch.value().map_or(0, |b| b as usize);
-    file.local_samples_per_s =
-        (report.total_s > 0.0).then(|| file.local_samples as f64 / report.total_s);
-    file.complete = report.error.is_none();
     let error = report.error.clone();
     let (total_s, thr) = (report.total_s, report.throughput_samples_per_s.value());
-    file.report = Some(report);
+    rf.with(|f| {
+        f.global_batch = report.batch.value().map_or(0, |b| b as usize);
+        f.local_samples_per_s =
+            (report.total_s > 0.0).then(|| f.local_samples as f64 / report.total_s);
+        f.complete = report.error.is_none();
+        f.report = Some(report);
+    });
     if let Some(e) = error {
-        return Err(fail(&mut file, e));
+        return Err(rf.fail(e));
     }
-    write(&file)?;
+    rf.write()?;
+    // Only the summary line below reads it; the clone leaves the watcher its own record.
+    let file = rf.with(|f| f.clone());
     println!(
         "rank {r} of {}: trained {} samples (its shares of global batches of {}) in {total_s:.3} s; global {} samples/s; all-reduce {} calls, {:.3} s, {} bytes sent; wrote {}",
         file.world_size,
