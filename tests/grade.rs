@@ -517,3 +517,200 @@ fn a_refused_setting_names_the_profile_key_in_grade_and_the_flag_on_the_command_
         "{err}"
     );
 }
+
+/// A two-rank `bench --cluster` run of lstm-load-forecast, the ranks started by hand (no
+/// launcher needed) meeting at MASTER_ADDR:MASTER_PORT.
+fn cluster_run(dir: &Path, backend: &str) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let ranks: Vec<_> = ["0", "1"]
+        .iter()
+        .map(|r| {
+            let mut c = common::command();
+            c.env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", &port)
+                .args(["bench", "--model", "lstm-load-forecast", "--runs", "400"])
+                .args(["--backend", backend, "--rank", r, "--world-size", "2"])
+                .arg("--cluster")
+                .arg(dir)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    for r in ranks {
+        let o = r.wait_with_output().unwrap();
+        assert!(
+            o.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+fn clause<'a>(r: &'a Value, title: &str) -> &'a Value {
+    r["clauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["title"] == title)
+        .unwrap_or_else(|| panic!("no clause {title}: {}", r["clauses"]))
+}
+
+/// `[cluster]` (§7.2.4 b): grade merges a cluster run the lab launched, judges its FPS on
+/// the profile's bound, keeps its rank files, and `verify` merges them again; a bound the
+/// run misses fails the clause; no run given leaves the grade INCOMPLETE, saying what to run.
+#[test]
+fn a_cluster_run_is_merged_judged_kept_and_merged_again_by_verify() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("cluster");
+    cluster_run(&runs, "cpu");
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/bigdata-forecast.toml"),
+    )
+    .unwrap();
+    // Without [qps] (not what this test is about), stability relaxed for a busy CI.
+    let base = src[..src.find("[qps]").unwrap()].replace(
+        "sample_ms = 1000",
+        "sample_ms = 1000\nmax_cv = 10.0\nstability = 10.0",
+    );
+    let profile = |name: &str, cluster: &str| {
+        let p = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(&p, format!("{base}\n[cluster]\n{cluster}\n")).unwrap();
+        p
+    };
+    let ok = profile(
+        "cluster-ok",
+        "min_ranks = 2\nmin_fps = 1.0\nmax_imbalance = 50.0",
+    );
+    let dir = tmp.path().join("r");
+    let (code, out, err) = grade(
+        ok.to_str().unwrap(),
+        "cpu",
+        &dir,
+        &[
+            "--runs",
+            "100",
+            "--duration",
+            "1",
+            "--cluster-run",
+            runs.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let r = report(&dir);
+    assert_eq!(r["verdict"], "COMPLIANT", "{}", r["verdict_reasons"]);
+    let c = clause(&r, "Cluster FPS");
+    assert_eq!(c["verdict"], "PASS", "{c}");
+    assert_eq!(c["clause"], "§7.2.4 b");
+    assert_eq!(r["cluster"]["valid"], true);
+    assert_eq!(r["cluster"]["cluster"]["samples"], 400);
+    let fps = r["cluster"]["cluster"]["fps"]["value"].as_f64().unwrap();
+    assert!(fps > 1.0, "{fps}");
+    assert!(
+        c["measured"].as_str().unwrap().contains("over 2 rank(s)"),
+        "{c}"
+    );
+    for f in ["cluster.json", "cluster-rank-0.json", "cluster-rank-1.json"] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+    // The rank files kept are the ones the ranks wrote, byte for byte.
+    assert_eq!(
+        std::fs::read(dir.join("cluster-rank-1.json")).unwrap(),
+        std::fs::read(runs.join("rank-1.json")).unwrap()
+    );
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("Cluster (§7.2.4 b)"), "{md}");
+    let (code, out, err) = acceval(&["verify", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+
+    // report.json's cluster FPS changed and the manifest's hash of it brought in line:
+    // the hashes agree, the merge of the kept rank files does not.
+    let mut v = report(&dir);
+    v["cluster"]["cluster"]["fps"]["value"] = serde_json::json!(fps * 2.0);
+    let text = serde_json::to_vec_pretty(&v).unwrap();
+    std::fs::write(dir.join("report.json"), &text).unwrap();
+    let mut m: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    for f in m["files"].as_array_mut().unwrap() {
+        if f["file"] == "report.json" {
+            use sha2::Digest;
+            let h = sha2::Sha256::digest(&text);
+            f["sha256"] =
+                serde_json::json!(h.iter().map(|b| format!("{b:02x}")).collect::<String>());
+            f["bytes"] = serde_json::json!(text.len());
+        }
+    }
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_vec_pretty(&m).unwrap(),
+    )
+    .unwrap();
+    let (code, out, err) = acceval(&["verify", dir.to_str().unwrap()]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        (out.clone() + &err).contains(
+            "cluster: report.json's cluster.fps differs from the merge of the kept rank files"
+        ),
+        "{out}{err}"
+    );
+
+    // A bound the run misses fails the clause, named (mock: the stages are quick, the
+    // clause is judged the same).
+    let strict = profile("cluster-strict", "min_ranks = 3\nmin_fps = 1e9");
+    let dir = tmp.path().join("strict");
+    let (_, out, err) = grade(
+        strict.to_str().unwrap(),
+        "mock",
+        &dir,
+        &[
+            "--runs",
+            "5",
+            "--duration",
+            "0",
+            "--cluster-run",
+            runs.to_str().unwrap(),
+        ],
+    );
+    let r = report(&dir);
+    let c = clause(&r, "Cluster FPS");
+    assert_eq!(c["verdict"], "FAIL", "{out}{err}{c}");
+    let why = c["reason"].as_str().unwrap();
+    assert!(
+        why.contains("2 rank(s), the profile asks for at least 3")
+            && why.contains("< 1000000000 inferences/s"),
+        "{why}"
+    );
+    assert_ne!(r["verdict"], "COMPLIANT");
+
+    // No cluster run given: INCOMPLETE, and the stage says what to run.
+    let dir = tmp.path().join("none");
+    let (code, out, err) = grade(
+        ok.to_str().unwrap(),
+        "mock",
+        &dir,
+        &["--runs", "5", "--duration", "0"],
+    );
+    assert_ne!(code, 0, "{out}{err}");
+    let r = report(&dir);
+    assert_eq!(r["verdict"], "INCOMPLETE");
+    let stage = r["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "cluster")
+        .unwrap();
+    assert_eq!(stage["status"], "failed", "{stage}");
+    assert!(
+        stage["error"]
+            .as_str()
+            .unwrap()
+            .contains("--cluster-run DIR"),
+        "{stage}"
+    );
+}

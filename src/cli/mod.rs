@@ -181,6 +181,11 @@ pub struct GradeArgs {
     /// The LLM service for the profile's [llm] stage (overrides its url).
     #[arg(long, value_name = "URL")]
     pub llm_url: Option<String>,
+    /// The cluster run for the profile's [cluster] stage: the DIR of `acceval bench --cluster
+    /// DIR` run under mpirun, srun or a Kubernetes Indexed Job (docs/cluster.md); grade
+    /// merges it, judges it and copies its rank files into the report.
+    #[arg(long, value_name = "DIR")]
+    pub cluster_run: Option<PathBuf>,
     /// Sign manifest.json with this ed25519 private key (`acceval keygen`); the signature
     /// goes beside it as manifest.json.sig.
     #[arg(long, value_name = "KEY")]

@@ -30,14 +30,12 @@ pub enum MergeError {
     Empty { dir: PathBuf },
 }
 
-/// The rank files of `dir`, by rank, and the problems met reading them.
-fn read_ranks(dir: &Path) -> Result<(BTreeMap<usize, RankReport>, Vec<String>), MergeError> {
+/// The rank files of `dir` (`rank-<r>.json`), by name, as read.
+pub fn rank_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, MergeError> {
     let read_err = |err| MergeError::Read {
         dir: dir.to_path_buf(),
         err,
     };
-    let mut ranks = BTreeMap::new();
-    let mut problems = Vec::new();
     let mut names: Vec<_> = std::fs::read_dir(dir)
         .map_err(read_err)?
         .filter_map(|e| e.ok())
@@ -50,12 +48,21 @@ fn read_ranks(dir: &Path) -> Result<(BTreeMap<usize, RankReport>, Vec<String>), 
             dir: dir.to_path_buf(),
         });
     }
-    for name in names {
-        let parsed = std::fs::read_to_string(dir.join(&name))
-            .map_err(|e| e.to_string())
-            .and_then(|t| serde_json::from_str::<RankReport>(&t).map_err(|e| e.to_string()));
-        match parsed {
-            Ok(r) if name != format!("rank-{}.json", r.rank) => {
+    let mut files = Vec::new();
+    for n in names {
+        let b = std::fs::read(dir.join(&n)).map_err(read_err)?;
+        files.push((n, b));
+    }
+    Ok(files)
+}
+
+/// The rank files given as (name, bytes), by rank, and the problems met parsing them.
+fn parse_ranks(files: &[(String, Vec<u8>)]) -> (BTreeMap<usize, RankReport>, Vec<String>) {
+    let mut ranks = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (name, bytes) in files {
+        match serde_json::from_slice::<RankReport>(bytes) {
+            Ok(r) if *name != format!("rank-{}.json", r.rank) => {
                 problems.push(format!("{name} says it is rank {}", r.rank))
             }
             Ok(r) => {
@@ -64,7 +71,7 @@ fn read_ranks(dir: &Path) -> Result<(BTreeMap<usize, RankReport>, Vec<String>), 
             Err(e) => problems.push(format!("{name} is not a rank file: {e}")),
         }
     }
-    Ok((ranks, problems))
+    (ranks, problems)
 }
 
 /// A rank's offset at time `t` (its clock): linear between the probes before and after
@@ -145,7 +152,22 @@ pub fn merge(dir: &Path, baseline: Option<&Path>) -> Result<ClusterReport, Merge
     if has("train-rank-") && !has("rank-") {
         return merge_training(dir, baseline);
     }
-    let (ranks, mut problems) = read_ranks(dir)?;
+    merge_bench_files(dir, &rank_files(dir)?)
+}
+
+/// The merged figures of a `bench --cluster` run from its rank files as read (name, bytes);
+/// `dir` is the folder the report names. `grade` merges the bytes it keeps, and `verify`
+/// the kept copies, through this.
+pub fn merge_bench_files(
+    dir: &Path,
+    files: &[(String, Vec<u8>)],
+) -> Result<ClusterReport, MergeError> {
+    if files.is_empty() {
+        return Err(MergeError::Empty {
+            dir: dir.to_path_buf(),
+        });
+    }
+    let (ranks, mut problems) = parse_ranks(files);
     let mut notes = Vec::new();
     let world = ranks.values().map(|r| r.world_size).max().unwrap_or(0);
     let missing: Vec<usize> = (0..world).filter(|r| !ranks.contains_key(r)).collect();

@@ -20,6 +20,7 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
         duration_s: args.duration,
         ptd: args.ptd.clone(),
         llm_url: args.llm_url.clone(),
+        cluster_run: args.cluster_run.clone(),
         command_line: std::env::args().collect(),
         sign: args.sign.clone(),
     };

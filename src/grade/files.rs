@@ -59,6 +59,7 @@ pub fn report_files(
             ));
         }
     }
+    files.extend(e.cluster_files.iter().cloned());
     Ok(files)
 }
 
@@ -79,6 +80,9 @@ pub fn expected_names(r: &GradeReport) -> Vec<&'static str> {
         if !l.runs.is_empty() {
             v.push("llm_result_perf.csv");
         }
+    }
+    if r.cluster.is_some() {
+        v.push("cluster.json");
     }
     v
 }

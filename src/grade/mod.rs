@@ -4,6 +4,7 @@
 //! made; a library setting the profile gave is named by its profile key (`[qps] max_rate`).
 
 pub mod clauses;
+pub mod cluster;
 pub mod files;
 pub mod profile;
 pub mod run;
@@ -97,6 +98,8 @@ pub enum Error {
     Report(#[from] crate::report::Error),
     #[error(transparent)]
     Files(#[from] crate::util::Error),
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::merge::MergeError),
 }
 crate::util::boxed_from!(Error, Accuracy, crate::accuracy::Error);
 crate::util::boxed_from!(Error, Measure, crate::measure::Error);

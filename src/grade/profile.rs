@@ -215,7 +215,20 @@ impl Profile {
         self.check_policy(&c)?;
         self.check_qps(&c)?;
         self.check_llm(&c, dir)?;
-        self.check_train(&c)
+        self.check_train(&c)?;
+        self.check_cluster(&c)
+    }
+
+    fn check_cluster(&self, c: &Checker) -> Result<(), ProfileError> {
+        let Some(k) = &self.cluster else {
+            return Ok(());
+        };
+        c.count("cluster", "min_ranks", k.min_ranks as u64, 1)?;
+        c.range("cluster", "min_fps", k.min_fps, 0.0, 1e9, false)?;
+        if let Some(m) = k.max_imbalance {
+            c.range("cluster", "max_imbalance", m, 1.0, 1e3, true)?;
+        }
+        Ok(())
     }
 
     fn check_model(&self, c: &Checker, dir: &Path) -> Result<(), ProfileError> {
@@ -584,6 +597,28 @@ mod tests {
             (target.metric.as_str(), target.op.as_str(), target.value),
             ("mae_mw", "<=", 30.0)
         );
+        // [cluster]: the profile's bounds, checked with their key and line.
+        let with_cluster = format!("{t}\n[cluster]\nmin_fps = 123.0\nmax_imbalance = 1.5\n");
+        let k = Profile::parse(&with_cluster, &f).unwrap().cluster.unwrap();
+        assert_eq!(
+            (k.min_ranks, k.min_fps, k.max_imbalance),
+            (2, 123.0, Some(1.5))
+        );
+        for (from, to, key) in [
+            ("min_fps = 123.0", "min_fps = -1.0", "cluster.min_fps"),
+            (
+                "max_imbalance = 1.5",
+                "max_imbalance = 0.5",
+                "cluster.max_imbalance",
+            ),
+            ("max_imbalance = 1.5", "max_ranks = 3", "max_ranks"),
+        ] {
+            let bad = with_cluster.replacen(from, to, 1);
+            let e = Profile::parse(&bad, &f).expect_err(to);
+            assert_eq!(e.key, key, "{to}: {e}");
+            let want = bad.lines().position(|l| l.contains(to)).unwrap() + 1;
+            assert_eq!(e.line, Some(want), "{to}: {e}");
+        }
         let cases: &[(&str, &str, &str, &str)] = &[
             (
                 "speed_precision = \"fp32\"",

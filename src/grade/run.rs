@@ -46,6 +46,8 @@ pub struct GradeSettings {
     pub ptd: Option<String>,
     /// The LLM service (overrides the profile's url).
     pub llm_url: Option<String>,
+    /// The cluster run for the profile's `[cluster]` stage (a `bench --cluster` DIR).
+    pub cluster_run: Option<PathBuf>,
     /// The command line, recorded in the report.
     pub command_line: Vec<String>,
     /// A lab's ed25519 private key: manifest.json is signed after every write.
@@ -182,8 +184,7 @@ pub fn grade(
         return Err(Error::NoSigningKey { path: k.clone() });
     }
     crate::util::create_dir_all(&dir)?;
-    progress
-        .set_length(4 + p.qps.is_some() as u64 + p.llm.is_some() as u64 + p.train.is_some() as u64);
+    progress.set_length(clauses::stage_count(&p) as u64);
     let c = Ctx {
         s,
         p,
@@ -210,6 +211,10 @@ pub fn grade(
     }
     if c.p.train.is_some() {
         stage_train(&c, &mut e);
+        c.save(&e)?;
+    }
+    if c.p.cluster.is_some() {
+        stage_cluster(&c, &mut e);
     }
     let report = c.save(&e)?;
     Ok(Graded { report, dir: c.dir })
@@ -470,6 +475,41 @@ fn stage_train(c: &Ctx, e: &mut Evidence) {
     c.progress.inc(1);
 }
 
+/// Stage 8, cluster (§7.2.4 b): merges the cluster run the lab launched under its own launcher,
+/// since acceval launches no cluster, and keeps its rank files in the report folder, so
+/// that `verify` can merge them again.
+fn stage_cluster(c: &Ctx, e: &mut Evidence) {
+    let t = Instant::now();
+    if c.stopped() {
+        e.stages.push(skipped("cluster", true));
+        c.progress.inc(1);
+        return;
+    }
+    c.progress
+        .set_message("merging the cluster run (§7.2.4 b)".to_string());
+    let Some(dir) = &c.s.cluster_run else {
+        e.stages.push(failed(
+            "cluster",
+            t,
+            &format!(
+                "the profile's [cluster] section needs a cluster run: launch `acceval bench --model {} --cluster DIR` under mpirun, srun or a Kubernetes Indexed Job (docs/cluster.md), then grade again with `--cluster-run DIR`",
+                speed_model_name(&c.p)
+            ),
+        ));
+        c.progress.inc(1);
+        return;
+    };
+    match super::cluster::collect(dir) {
+        Ok((report, files)) => {
+            e.stages.push(ran("cluster", t, true));
+            e.cluster = Some(report);
+            e.cluster_files = files;
+        }
+        Err(err) => e.stages.push(failed("cluster", t, &err)),
+    }
+    c.progress.inc(1);
+}
+
 /// The SPEC.md decisions the numbers depend on, with whose they are.
 pub fn decisions(p: &Profile) -> Vec<Decision> {
     let d = |topic: &str, source: &str, text: String| Decision {
@@ -588,6 +628,7 @@ fn report(c: &Ctx, e: &Evidence) -> Result<GradeReport, Error> {
         qps: e.qps.clone(),
         llm: e.llm.clone(),
         train: e.train.clone(),
+        cluster: e.cluster.clone(),
         decisions: decisions(&c.p),
     })
 }

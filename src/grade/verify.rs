@@ -1,6 +1,7 @@
 //! `acceval verify DIR` and `acceval report DIR`: check a report folder — every file against
 //! `manifest.json` (exactly the folder's files, sizes and SHA-256), `report.json` against its
-//! schema, the verdict recomputed from the clauses, the tool against the manifest, and the
+//! schema, the verdict recomputed from the clauses, the tool against the manifest, a cluster
+//! run's figures merged again from its kept rank files, and the
 //! lab's ed25519 signature over the manifest — and render the views again from
 //! `report.json` alone.
 //!
@@ -196,6 +197,10 @@ fn check_report(dir: &Path, m: &Manifest, problems: &mut Vec<String>) -> String 
                         "{f}: what report.json says was measured needs it, and manifest.json does not list it"
                     ));
                 }
+            }
+            // The cluster figures must be what the kept rank files merge to.
+            if let Some(c) = &g.cluster {
+                problems.extend(super::cluster::recheck(dir, c));
             }
             // The views must be what report.json renders to.
             for (f, view) in [

@@ -153,6 +153,7 @@ fn blocks(r: &GradeReport) -> Vec<Block> {
     qps(r, &mut b);
     llm(r, &mut b);
     train(r, &mut b);
+    cluster(r, &mut b);
     environment(r, &mut b);
     decisions(r, &mut b);
     b
@@ -624,6 +625,73 @@ fn train(r: &GradeReport, b: &mut Vec<Block>) {
                 .as_ref()
                 .map(|v| format!("{} {:.4}", v.metric, v.value))
                 .unwrap_or_default(),
+        ]);
+    }
+    b.push(Block::Table(tb));
+}
+
+/// §7.2.4 b: the cluster run the grade merged (`--cluster-run`), node by node.
+fn cluster(r: &GradeReport, b: &mut Vec<Block>) {
+    let Some(c) = &r.cluster else { return };
+    let n = |v: Option<f64>, d: usize| v.map_or("n/a".to_string(), |v| format!("{v:.d$}"));
+    let g = |x: &crate::report::schema::bench::Figure| {
+        x.value
+            .map_or(x.definition.clone(), |v| format!("{v:.2} {}", x.unit))
+    };
+    let fig = &c.cluster;
+    b.push(Block::Heading("Cluster (§7.2.4 b)".into()));
+    b.push(Block::Para(format!(
+        "`acceval bench --cluster {}` of {} (SHA-256 {}) on {}, {} rank(s), launcher: {}: **{}**. FPS = N / (max Tio − min Tis) on rank 0's clock (each rank's times moved by its measured offset): {} (the offsets allow {}..{}); T = {} s; N = {} of {} expected. Barrier to barrier on rank 0: {}. Imbalance (slowest node / mean) {}. Energy: {}; N/E {}. The rank files are in this folder (`cluster-rank-<r>.json`, hashed in the manifest); `acceval verify` merges them again.{}",
+        c.dir,
+        c.model,
+        c.model_sha256,
+        c.backend,
+        c.world_size,
+        c.launcher,
+        if c.valid { "VALID" } else { "INVALID" },
+        g(&fig.fps),
+        n(fig.fps_low, 2),
+        n(fig.fps_high, 2),
+        n(fig.t_s, 6),
+        fig.samples,
+        fig.expected_samples,
+        g(&fig.fps_barrier),
+        n(fig.imbalance, 3),
+        fig.energy_j.map_or_else(
+            || fig.energy_na.clone().unwrap_or_else(|| "n/a".into()),
+            |j| format!("{j:.1} J")
+        ),
+        g(&fig.inferences_per_joule),
+        c.problems
+            .iter()
+            .map(|p| format!(" Problem: {p}."))
+            .collect::<String>(),
+    )));
+    let mut tb = Table::new(&[
+        "Rank",
+        "Host",
+        "Shard",
+        "Samples",
+        "Start s",
+        "End s",
+        "FPS",
+        "Offset s",
+        "± s",
+        "Node verdict",
+    ]);
+    for x in &c.nodes {
+        tb.row(vec![
+            x.rank.to_string(),
+            x.host.clone(),
+            format!("{}..{}", x.shard.start, x.shard.end),
+            x.samples.to_string(),
+            n(x.start_s, 6),
+            n(x.end_s, 6),
+            n(x.fps, 2),
+            x.offset_s.map_or("n/a".into(), |v| format!("{v:.2e}")),
+            x.offset_error_s
+                .map_or("n/a".into(), |v| format!("{v:.2e}")),
+            x.node_validity.clone(),
         ]);
     }
     b.push(Block::Table(tb));

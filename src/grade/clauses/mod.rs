@@ -5,6 +5,7 @@
 mod accuracy;
 mod agreement;
 mod attestations;
+mod cluster;
 mod devices;
 mod framework;
 mod llm;
@@ -37,6 +38,7 @@ use accuracy::accuracy;
 use accuracy::accuracy_verdict;
 use agreement::agreement;
 use attestations::attestations;
+use cluster::cluster;
 use devices::devices;
 use framework::framework;
 use llm::llm;
@@ -58,8 +60,7 @@ pub fn bad(v: Verdict) -> bool {
 /// (or is missing), NOT COMPLIANT when a clause is FAIL, INVALID or INCOMPLETE, else
 /// COMPLIANT. `verify` recomputes it from report.json the same way.
 pub fn overall(p: &Profile, stages: &[Stage], clauses: &[Clause]) -> Verdict {
-    let expected =
-        4 + p.qps.is_some() as usize + p.llm.is_some() as usize + p.train.is_some() as usize;
+    let expected = stage_count(p);
     if stages.len() != expected || stages.iter().any(|s| s.status != StageStatus::Done) {
         Verdict::Incomplete
     } else if clauses.iter().any(|c| bad(c.verdict)) {
@@ -67,6 +68,15 @@ pub fn overall(p: &Profile, stages: &[Stage], clauses: &[Clause]) -> Verdict {
     } else {
         Verdict::Compliant
     }
+}
+
+/// The stages a grade of `p` runs: devices, model, accuracy, speed, and one per optional
+/// section.
+pub fn stage_count(p: &Profile) -> usize {
+    4 + p.qps.is_some() as usize
+        + p.llm.is_some() as usize
+        + p.train.is_some() as usize
+        + p.cluster.is_some() as usize
 }
 
 /// Everything a grade measured so far.
@@ -84,6 +94,9 @@ pub struct Evidence {
     pub qps: Option<crate::report::schema::qps::QpsReport>,
     pub llm: Option<crate::report::schema::llm::LlmReport>,
     pub train: Option<crate::report::schema::train::TrainReport>,
+    pub cluster: Option<crate::report::schema::cluster::ClusterReport>,
+    /// The cluster run's files as read (`cluster.json`, `cluster-rank-<r>.json`).
+    pub cluster_files: Vec<(String, Vec<u8>)>,
 }
 
 /// The clause table and the verdict.
@@ -166,6 +179,7 @@ pub fn judge(p: &Profile, b: &BackendSettings, e: &Evidence) -> Judgement {
         llm(p, e),
         telemetry(p, b, e),
         train(p, e),
+        cluster(p, e),
     ];
     let mut clauses = Vec::new();
     let mut reasons = Vec::new();
@@ -261,6 +275,8 @@ mod testkit {
             qps: r.qps,
             llm: r.llm,
             train: r.train,
+            cluster: r.cluster,
+            cluster_files: Vec::new(),
         };
         (r.profile, backend_of("cpu"), e)
     }

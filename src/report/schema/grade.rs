@@ -208,6 +208,10 @@ pub struct GradeReport {
     /// The `[train]` stage's result (§7.1, optional).
     #[serde(default)]
     pub train: Option<super::train::TrainReport>,
+    /// The `[cluster]` stage's result: `merge` of the cluster run given with
+    /// `--cluster-run` (§7.2.4 b).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<super::cluster::ClusterReport>,
     pub decisions: Vec<Decision>,
 }
 

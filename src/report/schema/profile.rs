@@ -36,8 +36,33 @@ pub struct Profile {
     /// training figures; its bounds are the profile's (the draft gives training no levels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub train: Option<TrainSection>,
+    /// §7.2.4 b: when present, `grade --cluster-run DIR` merges a cluster run the lab
+    /// launched (`acceval bench --cluster DIR` under its launcher) and judges it on these
+    /// bounds; acceval launches no cluster itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterSection>,
     #[serde(default)]
     pub attestations: Attestations,
+}
+
+/// A cluster stage: the merged figures of a cluster run of the grade's speed model. The
+/// draft gives no cluster thresholds; these are the profile's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSection {
+    /// The run must have at least this many ranks.
+    #[serde(default = "default_cluster_ranks")]
+    pub min_ranks: usize,
+    /// §7.2.4 b cluster FPS = N / (max Tio − min Tis) must be at least this, inferences/s;
+    /// judged on the low end of its clock-offset error bar.
+    pub min_fps: f64,
+    /// The slowest node's time over the mean node time must be at most this (1 = even).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_imbalance: Option<f64>,
+}
+
+fn default_cluster_ranks() -> usize {
+    2
 }
 
 /// A training stage: `acceval train --workload W` with these settings.
