@@ -774,3 +774,99 @@ fn a_rank_stopped_by_a_signal_while_it_waits_for_the_others_still_writes_its_fil
         }
     }
 }
+
+/// `accuracy --cluster` (issue 25, point 2): each rank grades its shard of the N inputs;
+/// `merge` pools each output's sums into the metrics one node grading all N computes.
+#[test]
+fn accuracy_over_ranks_merges_to_what_one_node_grades() {
+    let model = "lstm-load-forecast-int8";
+    let one = common::command()
+        .args(["accuracy", "--model", model, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let one: Value = serde_json::from_slice(&one.stdout).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs: Vec<(String, std::path::PathBuf)> = Vec::new();
+    // Three ranks by hand (one after the other: accuracy ranks do not meet) and, where
+    // Open MPI is installed, three under mpirun.
+    let d = dir.path().join("by-hand");
+    for r in 0..3 {
+        let o = common::command()
+            .args(["accuracy", "--model", model, "--cluster"])
+            .arg(&d)
+            .args(["--rank", &r.to_string(), "--world-size", "3"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    runs.push(("by hand".into(), d));
+    if have_mpirun() {
+        let d = dir.path().join("mpirun");
+        let o = std::process::Command::new("mpirun")
+            .envs(
+                common::command()
+                    .get_envs()
+                    .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))),
+            )
+            .args(["--allow-run-as-root", "--oversubscribe", "-np", "3"])
+            .arg(assert_cmd::cargo::cargo_bin("acceval"))
+            .args(["accuracy", "--model", model, "--cluster"])
+            .arg(&d)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        runs.push(("mpirun".into(), d));
+    }
+    for (how, d) in &runs {
+        for r in 0..3 {
+            let v = read_json(&d.join(format!("accuracy-rank-{r}.json")));
+            common::assert_schema_valid("cluster-accuracy-rank.schema.json", &v);
+            assert_eq!(v["complete"], true, "{how}: {v}");
+        }
+        let o = common::command()
+            .args(["merge", "--json"])
+            .arg(d)
+            .output()
+            .unwrap();
+        let c: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+        assert_eq!(o.status.code(), Some(0), "{how}: {c}");
+        common::assert_schema_valid("cluster.schema.json", &c);
+        assert_eq!(c["kind"], "accuracy");
+        let a = &c["accuracy"];
+        assert_eq!(a["inputs"], one["inputs_used"], "{how}");
+        assert_eq!(a["agreement_text"], one["agreement_text"], "{how}");
+        assert_eq!(a["level"], one["level"], "{how}");
+        let close = |x: &Value, y: &Value| {
+            let (x, y) = (f(x), f(y));
+            (x - y).abs() <= 1e-12 * x.abs().max(y.abs()) + 1e-300
+        };
+        assert!(f(&one["mse"]) > 0.0, "INT8 differs from the FP32 reference");
+        assert!(close(&a["mse"], &one["mse"]), "{how}: {a} vs {one}");
+        for (m, s) in a["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(one["outputs"].as_array().unwrap())
+        {
+            assert_eq!(m["name"], s["name"]);
+            assert_eq!(m["elements"], s["elements"], "{how}");
+            for k in ["mse", "max_abs_error", "rel_l2_error", "cosine"] {
+                assert!(close(&m[k], &s[k]), "{how}: {k}: {} vs {}", m[k], s[k]);
+            }
+        }
+    }
+    // A missing rank makes the run invalid, named; no pooled figure is given as the run's.
+    let d = &runs[0].1;
+    std::fs::remove_file(d.join("accuracy-rank-1.json")).unwrap();
+    let (code, out, _) = common::acceval(&["merge", d.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("INVALID") && out.contains("rank 1 did not report"),
+        "{out}"
+    );
+}

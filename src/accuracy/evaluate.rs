@@ -183,6 +183,9 @@ pub struct EvalOptions {
     pub det: DetectParams,
     /// The Table 3 level required for PASS.
     pub required: Option<Level>,
+    /// Grade only reference sets start..end of the used ones (a rank's shard of a cluster
+    /// run, `accuracy --cluster`); all when None.
+    pub shard: Option<std::ops::Range<usize>>,
 }
 
 /// What grading the inputs one by one gathered.
@@ -447,9 +450,10 @@ fn grade_all(
     session: &mut dyn crate::backend::Session,
     reference: &Reference,
     layout: &Layout,
-    used: usize,
+    range: std::ops::Range<usize>,
     first: crate::accuracy::reference::RefSet,
 ) -> Pass {
+    let used = range.len();
     let n_out = layout.output_names.len();
     let n_in = layout.specs.len();
     let mut pass = Pass {
@@ -463,7 +467,7 @@ fn grade_all(
         refs: Vec::with_capacity(used),
     };
     let mut next = Some(first);
-    for k in 0..used {
+    for k in range {
         let set = match next.take() {
             Some(s) => Ok(s),
             None => reference.load_set(k, n_in, n_out).map_err(Error::from),
@@ -495,6 +499,24 @@ pub fn evaluate(
     relation: String,
     opts: &EvalOptions,
 ) -> Result<AccuracyReport, Error> {
+    evaluate_with_sums(model, b, reference, relation, opts).map(|(r, _)| r)
+}
+
+/// [`evaluate`], also returning each output's running sums (pooled over the ranks of a
+/// cluster run by `merge`).
+pub fn evaluate_with_sums(
+    model: &Path,
+    b: &BackendSettings,
+    reference: &Reference,
+    relation: String,
+    opts: &EvalOptions,
+) -> Result<
+    (
+        AccuracyReport,
+        Vec<crate::report::schema::cluster::OutputSums>,
+    ),
+    Error,
+> {
     let specs = input_specs(model)?;
     let output_names: Vec<String> = OnnxFile::open(model)?
         .graph()
@@ -513,7 +535,16 @@ pub fn evaluate(
             dir: reference.dir.clone(),
         });
     }
-    let first = reference.load_set(0, specs.len(), output_names.len())?;
+    let range = match &opts.shard {
+        Some(r) => r.start.min(used)..r.end.min(used),
+        None => 0..used,
+    };
+    if range.is_empty() {
+        return Err(Error::EmptyReference {
+            dir: reference.dir.clone(),
+        });
+    }
+    let first = reference.load_set(range.start, specs.len(), output_names.len())?;
     let shapes = first
         .inputs
         .iter()
@@ -535,7 +566,13 @@ pub fn evaluate(
         spec: b.spec.to_string(),
         err: Box::new(err),
     })?;
-    let mut pass = grade_all(session.as_mut(), reference, &layout, used, first);
+    let mut pass = grade_all(session.as_mut(), reference, &layout, range, first);
+    let sums = layout
+        .output_names
+        .iter()
+        .zip(&pass.acc)
+        .map(|(n, a)| a.sums(n))
+        .collect();
     let outputs = outputs_of(layout.output_names, &pass);
     let worst = outputs
         .iter()
@@ -564,34 +601,37 @@ pub fn evaluate(
     let agreement = pass.agreement.take().unwrap_or(Agreement::NotApplicable {
         reason: "no input completed".into(),
     });
-    Ok(AccuracyReport {
-        schema: "acceval.accuracy/1".into(),
-        model: model.display().to_string(),
-        model_sha256: crate::util::fs::sha256_hex(&crate::util::read(model)?),
-        precision: crate::zoo::identify(model).map(|(_, p)| p),
-        session: session.info().clone(),
-        reference: reference_info(reference, relation),
-        definition: DEFINITION.into(),
-        mse,
-        worst_output: worst.name.clone(),
-        level,
-        threshold: threshold_text(level),
-        required: opts.required,
-        verdict,
-        verdict_reason,
-        agreement_text: agreement.text(),
-        agreement,
-        latency_ms: Summary::of(&pass.times),
-        inputs_used: pass.inputs.len(),
-        inputs_available: available,
-        complete: pass.error.is_none(),
-        error: pass.error,
-        outputs,
-        inputs: pass.inputs,
-        nonfinite: pass.nonfinite,
-        discrimination,
-        independence,
-    })
+    Ok((
+        AccuracyReport {
+            schema: "acceval.accuracy/1".into(),
+            model: model.display().to_string(),
+            model_sha256: crate::util::fs::sha256_hex(&crate::util::read(model)?),
+            precision: crate::zoo::identify(model).map(|(_, p)| p),
+            session: session.info().clone(),
+            reference: reference_info(reference, relation),
+            definition: DEFINITION.into(),
+            mse,
+            worst_output: worst.name.clone(),
+            level,
+            threshold: threshold_text(level),
+            required: opts.required,
+            verdict,
+            verdict_reason,
+            agreement_text: agreement.text(),
+            agreement,
+            latency_ms: Summary::of(&pass.times),
+            inputs_used: pass.inputs.len(),
+            inputs_available: available,
+            complete: pass.error.is_none(),
+            error: pass.error,
+            outputs,
+            inputs: pass.inputs,
+            nonfinite: pass.nonfinite,
+            discrimination,
+            independence,
+        },
+        sums,
+    ))
 }
 
 /// Whether the reference comes from another engine than `engine` (the one under test), or

@@ -81,6 +81,37 @@ impl Accumulator {
         self.inf += o.inf;
     }
 
+    /// The sums as a rank file holds them (`accuracy --cluster`).
+    pub fn sums(&self, name: &str) -> crate::report::schema::cluster::OutputSums {
+        crate::report::schema::cluster::OutputSums {
+            name: name.to_string(),
+            n: self.n,
+            sq: self.sq,
+            max_abs: self.max,
+            xx: self.xx,
+            yy: self.yy,
+            xy: self.xy,
+            nan: self.nan,
+            inf: self.inf,
+            first_nonfinite: self.first_nonfinite,
+        }
+    }
+
+    /// The accumulator a rank file's sums describe.
+    pub fn from_sums(s: &crate::report::schema::cluster::OutputSums) -> Self {
+        Accumulator {
+            n: s.n,
+            sq: s.sq,
+            max: s.max_abs,
+            xx: s.xx,
+            yy: s.yy,
+            xy: s.xy,
+            nan: s.nan,
+            inf: s.inf,
+            first_nonfinite: s.first_nonfinite,
+        }
+    }
+
     pub fn finish(&self) -> ErrorMetrics {
         let (n, sq, yy, xx, xy) = (self.n, self.sq, self.yy, self.xx, self.xy);
         let rel = if yy > 0.0 {

@@ -115,8 +115,9 @@ pub enum Command {
         command: ProfileCommand,
     },
     /// The cluster figures of a `bench --cluster DIR` run from its ranks' files (§7.2.4 b
-    /// FPS, per-node FPS, imbalance, energy) or of `train --cluster DIR` (§7.1.5 b throughput,
-    /// the all-reduce's share): every rank must have reported, or the run is INVALID (exit 1)
+    /// FPS, per-node FPS, imbalance, energy), of `train --cluster DIR` (§7.1.5 b throughput,
+    /// the all-reduce's share) or of `accuracy --cluster DIR` (Table 3 metrics pooled over
+    /// every rank's inputs): every rank must have reported, or the run is INVALID (exit 1)
     /// and the missing or failed rank is named. Writes DIR/cluster.json and DIR/cluster.md.
     Merge {
         dir: PathBuf,
@@ -502,8 +503,30 @@ pub struct AccuracyArgs {
     pub shapes: Vec<InputShape>,
     #[command(flatten)]
     pub detect: DetectArgs,
+    /// accuracy --cluster DIR: each rank grades its share of the N inputs (an even split,
+    /// the remainder to the first ranks) and writes DIR/accuracy-rank-<r>.json with each
+    /// output's running sums; `acceval merge DIR` pools them into the metrics over all N.
+    /// The ranks do not meet (nothing is timed across them).
+    #[command(flatten)]
+    pub cluster: AccuracyClusterArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// One rank of `accuracy --cluster` (no meeting, so no timeout).
+#[derive(Debug, Clone, Default, Args)]
+pub struct AccuracyClusterArgs {
+    /// Grade this rank's share of the inputs and write DIR/accuracy-rank-<r>.json, DIR a
+    /// folder every rank can write; `acceval merge DIR` pools the ranks' files.
+    #[arg(long, value_name = "DIR")]
+    pub cluster: Option<PathBuf>,
+    /// This process's rank, by hand (with --world-size; for a launcher acceval does not
+    /// read).
+    #[arg(long, requires = "cluster")]
+    pub rank: Option<usize>,
+    /// The number of ranks, by hand.
+    #[arg(long, requires = "cluster")]
+    pub world_size: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -152,6 +152,9 @@ pub fn merge(dir: &Path, baseline: Option<&Path>) -> Result<ClusterReport, Merge
     if has("train-rank-") && !has("rank-") {
         return merge_training(dir, baseline);
     }
+    if has("accuracy-rank-") && !has("rank-") {
+        return merge_accuracy(dir);
+    }
     merge_bench_files(dir, &rank_files(dir)?)
 }
 
@@ -414,6 +417,7 @@ pub fn merge_bench_files(
         },
         nodes,
         training: None,
+        accuracy: None,
     })
 }
 
@@ -424,6 +428,236 @@ fn not_bench(unit: &str) -> Figure {
         unit: unit.into(),
         definition: "n/a: a training run (see training)".into(),
     }
+}
+
+/// An accuracy run (`accuracy --cluster`): every rank graded its shard of the same N inputs
+/// of the same reference with the same model, backend and build; each output's running sums
+/// pooled in shard order give the metrics over all N (Table 3 on the worst output's MSE).
+fn merge_accuracy(dir: &Path) -> Result<ClusterReport, MergeError> {
+    use crate::accuracy::metrics::Accumulator;
+    use crate::report::schema::accuracy::{Agreement, OutputResult};
+    use crate::report::schema::cluster::{AccuracyFigures, AccuracyNode, AccuracyRankReport};
+
+    let mut problems = Vec::new();
+    let mut ranks: BTreeMap<usize, AccuracyRankReport> = BTreeMap::new();
+    let names = std::fs::read_dir(dir).map_err(|err| MergeError::Read {
+        dir: dir.to_path_buf(),
+        err,
+    })?;
+    for e in names.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("accuracy-rank-") && name.ends_with(".json")) {
+            continue;
+        }
+        match std::fs::read(e.path())
+            .map_err(|e| e.to_string())
+            .and_then(|t| {
+                serde_json::from_slice::<AccuracyRankReport>(&t).map_err(|e| e.to_string())
+            }) {
+            Ok(r) if name != format!("accuracy-rank-{}.json", r.rank) => {
+                problems.push(format!("{name} says it is rank {}", r.rank))
+            }
+            Ok(r) => {
+                ranks.insert(r.rank, r);
+            }
+            Err(e) => problems.push(format!("{name} is not an accuracy rank file: {e}")),
+        }
+    }
+    let world = ranks.values().map(|r| r.world_size).max().unwrap_or(0);
+    let missing: Vec<usize> = (0..world).filter(|r| !ranks.contains_key(r)).collect();
+    for r in &missing {
+        problems.push(format!(
+            "rank {r} did not report (no accuracy-rank-{r}.json): it died, hung or never started; the run is invalid"
+        ));
+    }
+    let key = |r: &AccuracyRankReport| {
+        let rep = r.report.as_ref();
+        [
+            ("world size", r.world_size.to_string()),
+            ("N (inputs)", r.total_inputs.to_string()),
+            ("tool", r.tool.clone()),
+            (
+                "model (SHA-256)",
+                rep.map_or("n/a".into(), |x| x.model_sha256.clone()),
+            ),
+            (
+                "reference",
+                rep.map_or("n/a".into(), |x| {
+                    format!(
+                        "{} ({})",
+                        x.reference.dir,
+                        x.reference.model_sha256.clone().unwrap_or_default()
+                    )
+                }),
+            ),
+            (
+                "backend",
+                rep.map_or("n/a".into(), |x| x.session.backend.clone()),
+            ),
+        ]
+    };
+    if let Some((&r0, first)) = ranks.iter().next() {
+        let want = key(first);
+        for (r, rank) in ranks.iter().skip(1) {
+            for ((what, theirs), (_, ours)) in key(rank).iter().zip(&want) {
+                if theirs != ours && theirs != "n/a" && ours != "n/a" {
+                    problems.push(format!(
+                        "rank {r} ran a different {what} than rank {r0}: {theirs} vs {ours}"
+                    ));
+                }
+            }
+        }
+    }
+    let n = ranks.values().map(|r| r.total_inputs).max().unwrap_or(0);
+    for (r, rank) in &ranks {
+        if !rank.complete {
+            problems.push(format!(
+                "rank {r} did not complete: {}",
+                rank.error.as_deref().unwrap_or("no reason recorded")
+            ));
+        }
+        let want = Shard::of(rank.total_inputs, world.max(1), *r);
+        if rank.shard != want {
+            problems.push(format!(
+                "rank {r} graded inputs {}..{}, its share of N = {} over {world} ranks is {}..{}",
+                rank.shard.start, rank.shard.end, rank.total_inputs, want.start, want.end
+            ));
+        }
+    }
+    let graded: usize = ranks
+        .values()
+        .map(|r| r.report.as_ref().map_or(0, |x| x.inputs_used))
+        .sum();
+    if graded != n {
+        problems.push(format!("the ranks graded {graded} inputs in all, N is {n}"));
+    }
+    // Pool each output's sums in shard (= rank) order.
+    let out_names: Vec<String> = ranks
+        .values()
+        .next()
+        .map(|r| r.sums.iter().map(|s| s.name.clone()).collect())
+        .unwrap_or_default();
+    let mut acc = vec![Accumulator::default(); out_names.len()];
+    let mut agreement: Option<Agreement> = None;
+    for (r, rank) in &ranks {
+        let names: Vec<&str> = rank.sums.iter().map(|s| s.name.as_str()).collect();
+        if names != out_names.iter().map(String::as_str).collect::<Vec<_>>() {
+            problems.push(format!(
+                "rank {r}'s outputs {names:?} differ from the first rank's {out_names:?}"
+            ));
+            continue;
+        }
+        for (a, s) in acc.iter_mut().zip(&rank.sums) {
+            a.merge(&Accumulator::from_sums(s));
+        }
+        if let Some(rep) = &rank.report {
+            match &mut agreement {
+                Some(a) => a.merge(&rep.agreement),
+                None => agreement = Some(rep.agreement.clone()),
+            }
+        }
+    }
+    let decl = |i: usize| {
+        ranks
+            .values()
+            .find_map(|r| r.report.as_ref().and_then(|x| x.outputs.get(i)))
+            .map(|o| (o.elem_type.clone(), o.shape.clone()))
+            .unwrap_or_default()
+    };
+    let outputs: Vec<OutputResult> = out_names
+        .iter()
+        .zip(&acc)
+        .enumerate()
+        .map(|(i, (name, a))| {
+            let m = a.finish();
+            let (elem_type, shape) = decl(i);
+            OutputResult {
+                name: name.clone(),
+                elem_type,
+                shape,
+                level: crate::standard::accuracy_level(m.mse),
+                metrics: m,
+            }
+        })
+        .collect();
+    let worst = outputs.iter().max_by(|a, b| {
+        let k = |m: &crate::report::schema::accuracy::ErrorMetrics| {
+            if m.mse.is_nan() { f64::INFINITY } else { m.mse }
+        };
+        k(&a.metrics).total_cmp(&k(&b.metrics))
+    });
+    let mse = worst.map(|w| w.metrics.mse).filter(|m| !m.is_nan());
+    let agreement = agreement.unwrap_or(Agreement::NotApplicable {
+        reason: "no rank graded an input".into(),
+    });
+    let first = ranks.values().next();
+    let rep0 = first.and_then(|r| r.report.as_ref());
+    let valid = problems.is_empty();
+    let figures = AccuracyFigures {
+        definition: format!(
+            "{} Pooled over the ranks: each output's sums (Σ(x−y)², Σx², Σy², Σxy, max, NaN/Inf counts) added in shard order, then the ratios formed, as one node grading all N would.",
+            crate::report::schema::accuracy::DEFINITION
+        ),
+        reference: rep0.map_or("n/a".into(), |x| x.reference.dir.clone()),
+        expected_inputs: n,
+        inputs: graded,
+        mse,
+        worst_output: worst.map_or("n/a".into(), |w| w.name.clone()),
+        level: mse.and_then(crate::standard::accuracy_level),
+        agreement_text: agreement.text(),
+        agreement,
+        outputs,
+        nodes: ranks
+            .values()
+            .map(|r| AccuracyNode {
+                rank: r.rank,
+                host: r.host.clone(),
+                shard: r.shard,
+                inputs: r.report.as_ref().map_or(0, |x| x.inputs_used),
+                mse: r.report.as_ref().map(|x| x.mse).filter(|m| !m.is_nan()),
+                level: r.report.as_ref().and_then(|x| x.level),
+                complete: r.complete,
+            })
+            .collect(),
+    };
+    let not_timed = |unit: &str| Figure {
+        value: None,
+        unit: unit.into(),
+        definition: "n/a: an accuracy run (see accuracy)".into(),
+    };
+    Ok(ClusterReport {
+        schema: "acceval.cluster/1".into(),
+        dir: dir.display().to_string(),
+        kind: "accuracy".into(),
+        valid,
+        problems,
+        notes: Vec::new(),
+        world_size: world,
+        ranks_found: ranks.keys().copied().collect(),
+        missing_ranks: missing,
+        model: rep0.map_or("n/a".into(), |x| x.model.clone()),
+        model_sha256: rep0.map_or("n/a".into(), |x| x.model_sha256.clone()),
+        backend: rep0.map_or("n/a".into(), |x| x.session.backend.clone()),
+        launcher: first.map_or("n/a".into(), |x| x.launcher.clone()),
+        cluster: ClusterFigures {
+            expected_samples: n,
+            samples: graded,
+            t_s: None,
+            t_error_s: None,
+            fps: not_timed("inferences/s"),
+            fps_low: None,
+            fps_high: None,
+            barrier_t_s: None,
+            fps_barrier: not_timed("inferences/s"),
+            imbalance: None,
+            energy_j: None,
+            energy_na: Some("n/a: an accuracy run is not timed across the ranks".into()),
+            inferences_per_joule: not_timed("inferences/J"),
+        },
+        nodes: Vec::new(),
+        training: None,
+        accuracy: Some(figures),
+    })
 }
 
 /// Data-parallel training: every rank reported a complete run of the same workload, batch
@@ -621,6 +855,7 @@ fn merge_training(dir: &Path, baseline: Option<&Path>) -> Result<ClusterReport, 
         },
         nodes: Vec::new(),
         training: Some(training),
+        accuracy: None,
     })
 }
 
@@ -643,6 +878,50 @@ pub fn markdown(c: &ClusterReport) -> String {
     }
     for n in &c.notes {
         s += &format!("- Note: {n}\n");
+    }
+    if let Some(a) = &c.accuracy {
+        s += &format!(
+            "\nAccuracy against {} over {} of N = {} inputs: worst output {} MSE {} ({}); {}\n\n{}\n\n| Output | Elements | MSE | Max abs error | Relative L2 | Cosine | NaN | Inf | Level |\n|---|---|---|---|---|---|---|---|---|\n",
+            a.reference,
+            a.inputs,
+            a.expected_inputs,
+            a.worst_output,
+            a.mse
+                .map_or("n/a: NaN/Inf output".into(), crate::util::fmt::sci),
+            a.level.map_or("no level".into(), |l| l.to_string()),
+            a.agreement_text,
+            a.definition
+        );
+        for o in &a.outputs {
+            let m = &o.metrics;
+            s += &format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                o.name,
+                m.elements,
+                crate::util::fmt::sci(m.mse),
+                crate::util::fmt::sci(m.max_abs_error),
+                crate::util::fmt::sci(m.rel_l2_error),
+                f(Some(m.cosine), 6),
+                m.nan_count,
+                m.inf_count,
+                o.level.map_or("-".into(), |l| l.to_string())
+            );
+        }
+        s += "\n| Rank | Host | Inputs | Worst-output MSE | Level | Complete |\n|---|---|---|---|---|---|\n";
+        for n in &a.nodes {
+            s += &format!(
+                "| {} | {} | {}..{} ({}) | {} | {} | {} |\n",
+                n.rank,
+                n.host,
+                n.shard.start,
+                n.shard.end,
+                n.inputs,
+                n.mse.map_or("n/a".into(), crate::util::fmt::sci),
+                n.level.map_or("-".into(), |l| l.to_string()),
+                n.complete
+            );
+        }
+        return s;
     }
     if let Some(t) = &c.training {
         let g = |x: &Figure| {

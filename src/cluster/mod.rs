@@ -32,3 +32,13 @@ impl file::RankRecord for crate::report::schema::cluster::TrainRankReport {
         self.error = Some(why);
     }
 }
+
+impl file::RankRecord for crate::report::schema::cluster::AccuracyRankReport {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn set_error(&mut self, why: String) {
+        self.complete = false;
+        self.error = Some(why);
+    }
+}

@@ -19,6 +19,7 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
         task: args.task,
         det: args.detect.params(),
         required: args.require,
+        shard: None,
     };
     let backend = args.backend.settings()?;
     let progress = Progress::hidden();
@@ -72,6 +73,9 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
     let (reference, relation) =
         evaluate::find_reference(&model, args.reference.as_deref(), &backend, &progress)
             .map_err(flags::accuracy)?;
+    if let Some(dir) = &args.cluster.cluster {
+        return cluster_rank(&args, opts, &model, &backend, reference, relation, dir);
+    }
     let r = evaluate::evaluate(&model, &backend, &reference, relation, &opts)
         .map_err(flags::accuracy)?;
     out.write_files(&r)?;
@@ -94,6 +98,104 @@ pub fn run(args: AccuracyArgs) -> anyhow::Result<Outcome> {
         r.verdict,
         Some(Verdict::Fail | Verdict::Invalid)
     )))
+}
+
+/// `accuracy --cluster DIR`: this rank grades its shard of the N inputs and writes
+/// DIR/accuracy-rank-<r>.json (the report over its shard and each output's running sums).
+fn cluster_rank(
+    args: &AccuracyArgs,
+    mut opts: EvalOptions,
+    model: &Path,
+    backend: &crate::backend::BackendSettings,
+    reference: crate::accuracy::reference::Reference,
+    relation: String,
+    dir: &Path,
+) -> anyhow::Result<Outcome> {
+    use crate::cluster::run::host_name;
+    use crate::cluster::{Given, rank};
+    use crate::report::schema::cluster::{AccuracyRankReport, Shard};
+
+    if args.all_precisions || args.against.is_some() {
+        bail!("--cluster grades one model; run --all-precisions and --against on one node");
+    }
+    let c = &args.cluster;
+    let found = rank::from_env(Given {
+        rank: c.rank,
+        world_size: c.world_size,
+    })
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; give --rank and --world-size by hand for a launcher acceval does not read"
+        )
+    })?;
+    let available = reference.sets.len();
+    let n = opts.limit.unwrap_or(available).min(available);
+    if n < found.world_size {
+        bail!(
+            "the reference {} has {n} input(s) to grade: fewer than the {} ranks",
+            reference.dir.display(),
+            found.world_size
+        );
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("--cluster {}: {e}", dir.display()))?;
+    let shard = Shard::of(n, found.world_size, found.rank);
+    opts.shard = Some(shard.start..shard.end);
+    let record = AccuracyRankReport {
+        schema: "acceval.cluster-accuracy-rank/1".into(),
+        rank: found.rank,
+        world_size: found.world_size,
+        local_rank: found.local_rank,
+        node: found.node,
+        host: host_name(),
+        launcher: found.launcher.to_string(),
+        launcher_source: found.source.clone(),
+        tool: format!(
+            "acceval {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            crate::util::build_info::commit()
+        ),
+        total_inputs: n,
+        shard,
+        sums: Vec::new(),
+        complete: false,
+        error: None,
+        report: None,
+    };
+    let path = dir.join(format!("accuracy-rank-{}.json", found.rank));
+    let stop = crate::util::signal::stop_flag();
+    let rf = crate::cluster::file::RankFile::new(path.clone(), record, &stop);
+    rf.stage("grading its shard of the inputs");
+    let (r, sums) = match evaluate::evaluate_with_sums(model, backend, &reference, relation, &opts)
+    {
+        Ok(x) => x,
+        Err(e) => return Err(rf.fail(format!("{}", flags::accuracy(e)))),
+    };
+    let (graded, mse, level, error) = (r.inputs_used, r.mse, r.level, r.error.clone());
+    rf.with(|f| {
+        f.sums = sums;
+        f.complete = r.complete && r.inputs_used == shard.len();
+        f.report = Some(r);
+    });
+    if let Some(e) = error {
+        return Err(rf.fail(e));
+    }
+    rf.write()?;
+    println!(
+        "rank {} of {}: graded inputs {}..{} ({graded}) of N = {n}: worst-output MSE {} ({}) over its shard; wrote {}",
+        found.rank,
+        found.world_size,
+        shard.start,
+        shard.end,
+        crate::util::fmt::sci(mse),
+        level.map_or("no level".into(), |l| l.to_string()),
+        path.display()
+    );
+    println!(
+        "when every rank has finished: acceval merge {}",
+        dir.display()
+    );
+    Ok(Outcome::Ok)
 }
 
 fn verdict(failed: bool) -> Outcome {

@@ -81,6 +81,11 @@ pub fn merge(
             c.world_size,
             if c.training.is_some() {
                 String::new()
+            } else if c.accuracy.is_some() {
+                format!(
+                    "; {} of N = {} inputs graded",
+                    k.samples, k.expected_samples
+                )
             } else {
                 format!("; {} of N = {} samples", k.samples, k.expected_samples)
             }
@@ -90,6 +95,48 @@ pub fn merge(
         }
         for n in &c.notes {
             println!("  note: {n}");
+        }
+        if let Some(a) = &c.accuracy {
+            println!(
+                "  accuracy of {} against {}: worst output {} MSE {} ({}; Table 3 over all {} inputs); {}",
+                c.model,
+                a.reference,
+                a.worst_output,
+                a.mse
+                    .map_or("n/a: NaN/Inf output".into(), crate::util::fmt::sci),
+                a.level.map_or("no level".into(), |l| l.to_string()),
+                a.inputs,
+                a.agreement_text
+            );
+            for o in &a.outputs {
+                println!(
+                    "  output {}: MSE {}, max abs error {}, relative L2 {}, cosine {} over {} elements",
+                    o.name,
+                    crate::util::fmt::sci(o.metrics.mse),
+                    crate::util::fmt::sci(o.metrics.max_abs_error),
+                    crate::util::fmt::sci(o.metrics.rel_l2_error),
+                    f(Some(o.metrics.cosine), 6),
+                    o.metrics.elements
+                );
+            }
+            for n in &a.nodes {
+                println!(
+                    "  rank {} on {}: inputs {}..{} ({}), worst-output MSE {}{}",
+                    n.rank,
+                    n.host,
+                    n.shard.start,
+                    n.shard.end,
+                    n.inputs,
+                    n.mse.map_or("n/a".into(), crate::util::fmt::sci),
+                    if n.complete { "" } else { ", incomplete" }
+                );
+            }
+            println!("wrote {0}/cluster.json and {0}/cluster.md", dir.display());
+            return Ok(if c.valid {
+                Outcome::Ok
+            } else {
+                Outcome::NotCompliant
+            });
         }
         if let Some(t) = &c.training {
             println!(

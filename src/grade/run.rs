@@ -306,6 +306,7 @@ fn grade_precision(
         &reference,
         relation,
         &EvalOptions {
+            shard: None,
             limit: None,
             task: None,
             det: DetectParams::default(),

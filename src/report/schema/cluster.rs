@@ -173,6 +173,9 @@ pub struct ClusterReport {
     /// Data-parallel training (`train --cluster`): §7.1.5 b throughput of the cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub training: Option<TrainingFigures>,
+    /// Accuracy over the ranks' shards (`accuracy --cluster`): the metrics pooled over N.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<AccuracyFigures>,
 }
 
 /// The training cluster's figures (§7.1.5 b, §5.2).
@@ -256,4 +259,86 @@ pub struct TrainRankReport {
     pub error: Option<String>,
     /// The rank's own training report (its step times include the all-reduce).
     pub report: Option<TrainReport>,
+}
+
+/// One output's running sums over a rank's inputs (f64, element by element in input
+/// order): pooled over the ranks in shard order they give exactly the figures one node
+/// grading every input computes (up to the order of the f64 additions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OutputSums {
+    pub name: String,
+    /// Elements compared.
+    pub n: u64,
+    /// Σ (x − y)².
+    pub sq: f64,
+    /// max |x − y| over the finite ones.
+    pub max_abs: f64,
+    /// Σ x², Σ y², Σ x·y (x = actual, y = reference).
+    pub xx: f64,
+    pub yy: f64,
+    pub xy: f64,
+    pub nan: u64,
+    pub inf: u64,
+    /// Index of the first NaN/Inf among this rank's elements of the output.
+    pub first_nonfinite: Option<u64>,
+}
+
+/// `DIR/accuracy-rank-<r>.json`: one rank's share of an accuracy run (§6.2 i, Table 3).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AccuracyRankReport {
+    /// `acceval.cluster-accuracy-rank/1`.
+    pub schema: String,
+    pub rank: usize,
+    pub world_size: usize,
+    pub local_rank: Option<usize>,
+    pub node: Option<usize>,
+    pub host: String,
+    pub launcher: String,
+    pub launcher_source: Vec<String>,
+    pub tool: String,
+    /// N: the inputs graded over the cluster (the reference's sets, or --limit).
+    pub total_inputs: usize,
+    /// This rank's inputs: reference sets start..end.
+    pub shard: Shard,
+    /// Per output, the running sums over this rank's inputs.
+    pub sums: Vec<OutputSums>,
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The rank's own accuracy report over its shard.
+    pub report: Option<super::accuracy::AccuracyReport>,
+}
+
+/// The merged accuracy of a cluster run: every output's metrics over all N inputs.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AccuracyFigures {
+    pub definition: String,
+    pub reference: String,
+    pub expected_inputs: usize,
+    /// Σ of the ranks' graded inputs (must equal N).
+    pub inputs: usize,
+    /// Per output over every input of every rank.
+    pub outputs: Vec<super::accuracy::OutputResult>,
+    /// The worst output's MSE (null when an output holds NaN/Inf), its output and Table 3
+    /// level.
+    pub mse: Option<f64>,
+    pub worst_output: String,
+    pub level: Option<crate::standard::Level>,
+    /// The task agreement, the ranks' counts summed.
+    pub agreement: super::accuracy::Agreement,
+    pub agreement_text: String,
+    pub nodes: Vec<AccuracyNode>,
+}
+
+/// One rank in the merged accuracy.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AccuracyNode {
+    pub rank: usize,
+    pub host: String,
+    pub shard: Shard,
+    pub inputs: usize,
+    /// The worst output's MSE over this rank's inputs.
+    pub mse: Option<f64>,
+    pub level: Option<crate::standard::Level>,
+    pub complete: bool,
 }

@@ -73,6 +73,10 @@ pub fn catalogue() -> Vec<(&'static str, schemars::Schema)> {
             "cluster-train-rank.schema.json",
             schema_for!(cluster::TrainRankReport),
         ),
+        (
+            "cluster-accuracy-rank.schema.json",
+            schema_for!(cluster::AccuracyRankReport),
+        ),
     ]
 }
 
