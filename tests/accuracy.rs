@@ -525,3 +525,65 @@ fn zeros_never_pass_a_zoo_grade() {
         assert!((a - b).abs() <= 1e-12 * a.max(1e-30), "{a} vs {b}");
     }
 }
+
+/// Without ONNX Runtime (a fresh machine) a zoo reference is cross-checked on candle, the
+/// embedded engine that trains the zoo's graphs, and then counts as independent of tract.
+/// `--cross-check-engine candle` asks for it where ONNX Runtime is installed too.
+#[test]
+fn a_zoo_reference_cross_checked_on_candle_is_independent_of_tract() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("ref");
+    let (code, o, e) = acceval(&[
+        "reference",
+        "--model",
+        "lstm-load-forecast",
+        "--cross-check-engine",
+        "candle",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{e}");
+    let m = json(&o);
+    let c = &m["cross_check"];
+    assert_eq!(c["status"], "agreed", "{c}");
+    assert_eq!(c["backend"], "candle");
+    assert!(c["engine"].as_str().unwrap().starts_with("candle"), "{c}");
+    let worst = c["outputs"][0]["max_rel_l2_error"].as_f64().unwrap();
+    assert!(worst <= 1e-4, "{c}");
+    let (code, o, e) = acceval(&[
+        "accuracy",
+        "--model",
+        "lstm-load-forecast-int8",
+        "--reference",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{e}");
+    let r = json(&o);
+    assert_eq!(
+        r["independence"]["independent"], true,
+        "{}",
+        r["independence"]
+    );
+    assert!(
+        r["independence"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("cross-checked against candle"),
+        "{}",
+        r["independence"]
+    );
+    // Both flags at once is a usage error.
+    let (code, _, _) = acceval(&[
+        "reference",
+        "--model",
+        "lstm-load-forecast",
+        "--cross-check-engine",
+        "candle",
+        "--no-cross-check",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+}

@@ -83,30 +83,23 @@ pub fn find_reference(
     if explicit.is_none() && !dir.join(crate::accuracy::reference::MANIFEST).is_file() {
         let (e, _) = zoo.as_ref().expect("zoo model");
         progress.note(format!(
-            "acceval: no reference for {} in {}: computing it (FP32 on cpu, cross-checked on ort:cpu when installed)",
+            "acceval: no reference for {} in {}: computing it (FP32 on cpu, cross-checked on ort:cpu when installed, else on candle)",
             e.name,
             dir.display()
         ));
         let fp32 = zoo::resolve(Path::new(e.name))?;
-        // The cross-check needs ONNX Runtime; without it (a fresh machine) the reference is
-        // computed on tract alone and its manifest says the cross-check was not done.
+        // The cross-check is on ONNX Runtime where it is installed; without it (a fresh
+        // machine) on candle, the embedded engine that trains the zoo's graphs.
         let cpu: backend::BackendSpec = "cpu".parse().expect("valid");
-        let cross = crate::accuracy::reference::other_cpu_engine(&cpu)
-            .ok()
-            .and_then(|other| backend::find(&other.backend).ok())
-            .is_some_and(|other| other.probe().is_available());
+        let cross = crate::accuracy::reference::other_engine_available(&cpu);
         if !cross {
             progress.note(format!(
-                "acceval: warning: ONNX Runtime is not installed, so the reference of {} is not cross-checked (pip install onnxruntime, then `acceval reference --model {}`)",
-                e.name, e.name
+                "acceval: ONNX Runtime is not installed: the reference of {} is cross-checked on candle instead",
+                e.name
             ));
         }
         let mut plan = zoo_plan(e, &fp32, cpu, b.threads, cross)?;
-        if !cross {
-            plan.no_cross_check_reason =
-                "ONNX Runtime was not installed when the reference was computed on first use"
-                    .into();
-        }
+        plan.cross_check_candle = !cross;
         crate::accuracy::reference::produce(&plan, &dir).map_err(|err| Error::Producing {
             model: e.name.to_string(),
             err: Box::new(err),

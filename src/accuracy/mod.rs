@@ -71,6 +71,10 @@ pub enum Error {
     /// The other CPU engine failed; `err` says how.
     #[error("cross-checking on {other}: {err}")]
     CrossCheck { other: String, err: Box<Error> },
+    /// candle could not run the graph (an operator acceval's interpreter lacks, a
+    /// non-FP32 tensor).
+    #[error("{0}")]
+    Candle(String),
     #[error("output '{output}': {engine} gives {err}")]
     CrossMetric {
         output: String,

@@ -41,6 +41,10 @@ pub struct Plan<'a> {
     pub threads: Option<usize>,
     /// Compare against the other CPU engine (refused when they disagree).
     pub cross_check: bool,
+    /// Compare against candle instead (acceval's interpreter of the zoo's graphs on candle's
+    /// kernels, the one that trains them): the second engine a build without ONNX Runtime
+    /// has.
+    pub cross_check_candle: bool,
     /// Why not, when `cross_check` is false (recorded in the manifest).
     pub no_cross_check_reason: String,
     pub input_source: String,
@@ -89,6 +93,14 @@ pub fn other_cpu_engine(spec: &BackendSpec) -> Result<BackendSpec, Error> {
     }
 }
 
+/// Whether the other CPU engine of `primary` can be loaded here (ONNX Runtime is optional).
+pub fn other_engine_available(primary: &BackendSpec) -> bool {
+    other_cpu_engine(primary)
+        .ok()
+        .and_then(|other| backend::find(&other.backend).ok())
+        .is_some_and(|other| other.probe().is_available())
+}
+
 /// Every reference output must be finite.
 fn check_finite(plan: &Plan, outputs: &[Vec<HostTensor>]) -> Result<(), Error> {
     for (k, outs) in outputs.iter().enumerate() {
@@ -122,6 +134,99 @@ fn cross_check(
         other: other.to_string(),
         err: Box::new(e),
     })?;
+    compare(
+        plan,
+        info,
+        &other_info.engine,
+        other.to_string(),
+        outputs,
+        &other_outs,
+    )
+}
+
+/// The engine candle's cross-check names.
+pub const CANDLE_ENGINE: &str =
+    "candle (acceval's interpreter of the zoo graph on candle's CPU kernels, FP32)";
+
+/// Runs the FP32 graph on candle (the interpreter `train` uses) on the same inputs, for a
+/// build without ONNX Runtime: tract and candle share no kernel, so a fault of one shows
+/// against the other. Models whose operators the interpreter lacks are an error naming it.
+fn cross_check_candle(
+    plan: &Plan,
+    info: &SessionInfo,
+    outputs: &[Vec<HostTensor>],
+) -> Result<CrossCheck, Error> {
+    use candle_core::{DType, Device, Tensor};
+    let wrap = |e: String| Error::CrossCheck {
+        other: "candle".into(),
+        err: Box::new(Error::Candle(e)),
+    };
+    let model =
+        crate::model::onnx::OnnxFile::open(plan.model).map_err(|e| wrap(format!("{e:#}")))?;
+    let mut proto = model.proto.clone();
+    proto.graph = Some(model.graph().clone());
+    let graph = crate::train::graph::Graph::new(&proto, &Device::Cpu, DType::F32, None)
+        .map_err(|e| wrap(format!("loading the graph: {e}")))?;
+    let names: Vec<String> = outputs
+        .first()
+        .map(|o| o.iter().map(|t| t.name.clone()).collect())
+        .unwrap_or_default();
+    let wanted: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut other_outs = Vec::with_capacity(plan.inputs.len());
+    for input in &plan.inputs {
+        let mut feed = Vec::new();
+        for t in &input.tensors {
+            let crate::model::tensor::TensorData::F32(a) = &t.data else {
+                return Err(wrap(format!(
+                    "input '{}' is {}, the interpreter takes FP32",
+                    t.name,
+                    t.data.dtype().name()
+                )));
+            };
+            let x = Tensor::from_iter(a.iter().copied(), &Device::Cpu)
+                .and_then(|x| x.reshape(a.shape()))
+                .map_err(|e| wrap(e.to_string()))?;
+            feed.push((t.name.as_str(), x));
+        }
+        let ys = graph
+            .forward(&feed, &wanted)
+            .map_err(|e| wrap(format!("running the graph: {e}")))?;
+        let mut outs = Vec::with_capacity(ys.len());
+        for (name, y) in names.iter().zip(ys) {
+            let dims = y.dims().to_vec();
+            let v: Vec<f32> = y
+                .to_dtype(DType::F32)
+                .and_then(|y| y.flatten_all())
+                .and_then(|y| y.to_vec1())
+                .map_err(|e| wrap(e.to_string()))?;
+            let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&dims), v)
+                .map_err(|e| wrap(e.to_string()))?;
+            outs.push(HostTensor {
+                name: name.clone(),
+                data: crate::model::tensor::TensorData::F32(a),
+            });
+        }
+        other_outs.push(outs);
+    }
+    compare(
+        plan,
+        info,
+        CANDLE_ENGINE,
+        "candle".into(),
+        outputs,
+        &other_outs,
+    )
+}
+
+/// The agreement of two engines' outputs, output by output, within [`CROSS_CHECK_REL_L2`].
+fn compare(
+    plan: &Plan,
+    info: &SessionInfo,
+    other_engine: &str,
+    other_backend: String,
+    outputs: &[Vec<HostTensor>],
+    other_outs: &[Vec<HostTensor>],
+) -> Result<CrossCheck, Error> {
     let mut agreement: Vec<OutputAgreement> = outputs[0]
         .iter()
         .map(|o| OutputAgreement {
@@ -130,11 +235,11 @@ fn cross_check(
             max_abs_error: 0.0,
         })
         .collect();
-    for (k, (a, b)) in outputs.iter().zip(&other_outs).enumerate() {
+    for (k, (a, b)) in outputs.iter().zip(other_outs).enumerate() {
         for (j, (x, y)) in a.iter().zip(b).enumerate() {
             let m = metrics::metrics(&y.data, &x.data).map_err(|err| Error::CrossMetric {
                 output: x.name.clone(),
-                engine: other_info.engine.clone(),
+                engine: other_engine.to_string(),
                 err,
             })?;
             if m.rel_l2_error.is_nan() || m.rel_l2_error > CROSS_CHECK_REL_L2 {
@@ -143,7 +248,7 @@ fn cross_check(
                     input: k,
                     source_name: plan.inputs[k].source.clone(),
                     rel_l2: m.rel_l2_error,
-                    engines: format!("{} and {}", info.engine, other_info.engine),
+                    engines: format!("{} and {}", info.engine, other_engine),
                     max_abs: m.max_abs_error,
                 });
             }
@@ -154,8 +259,8 @@ fn cross_check(
     }
     Ok(CrossCheck {
         status: "agreed".into(),
-        backend: other.to_string(),
-        engine: other_info.engine,
+        backend: other_backend,
+        engine: other_engine.to_string(),
         tolerance_rel_l2: CROSS_CHECK_REL_L2,
         outputs: agreement,
     })
@@ -202,6 +307,22 @@ pub fn produce(plan: &Plan, out: &Path) -> Result<RefManifest, Error> {
     check_finite(plan, &outputs)?;
     let cross_check = if plan.cross_check {
         cross_check(plan, &other, &info, &outputs)?
+    } else if plan.cross_check_candle {
+        match cross_check_candle(plan, &info, &outputs) {
+            Ok(c) => c,
+            // candle could not run the graph: said, not a fault of the reference. A
+            // disagreement stays an error.
+            Err(Error::CrossCheck { err, .. }) if matches!(*err, Error::Candle(_)) => CrossCheck {
+                status: format!(
+                    "not done: ONNX Runtime is not installed and candle could not run the graph: {err}"
+                ),
+                backend: "candle".into(),
+                engine: String::new(),
+                tolerance_rel_l2: CROSS_CHECK_REL_L2,
+                outputs: Vec::new(),
+            },
+            Err(e) => return Err(e),
+        }
     } else {
         CrossCheck {
             status: format!("not done: {}", plan.no_cross_check_reason),
@@ -437,6 +558,7 @@ pub fn zoo_plan<'a>(
         primary,
         threads,
         cross_check,
+        cross_check_candle: false,
         no_cross_check_reason: "not asked for".into(),
         input_source: format!(
             "input set '{}' (inputs/{}/manifest.toml; `acceval inputs build {}` writes the files)",

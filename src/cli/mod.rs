@@ -456,6 +456,16 @@ pub struct ReferenceArgs {
     /// Do not cross-check on the second CPU engine (recorded in the manifest).
     #[arg(long)]
     pub no_cross_check: bool,
+    /// The engine of the cross-check: auto = the other CPU engine (ort:cpu for cpu, cpu
+    /// for ort:cpu), or candle for a zoo graph where ONNX Runtime is not installed; candle =
+    /// acceval's interpreter of the zoo graph on candle's kernels, the one that trains it.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "auto",
+        conflicts_with = "no_cross_check"
+    )]
+    pub cross_check_engine: CrossCheckEngine,
     /// Print the manifest as JSON.
     #[arg(long)]
     pub json: bool,
@@ -511,6 +521,13 @@ pub struct AccuracyArgs {
     pub cluster: AccuracyClusterArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// The second engine of a reference's cross-check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CrossCheckEngine {
+    Auto,
+    Candle,
 }
 
 /// One rank of `accuracy --cluster` (no meeting, so no timeout).

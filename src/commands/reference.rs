@@ -71,18 +71,30 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
                     entry.input_set
                 );
             }
+            // Without the other CPU engine (ONNX Runtime is optional), a zoo graph is
+            // cross-checked on candle, the engine that trains it.
+            let other = args.cross_check_engine == crate::cli::CrossCheckEngine::Auto
+                && reference::other_engine_available(&args.backend);
             let mut plan = zoo_plan(
                 &entry,
                 &model,
                 args.backend.clone(),
                 args.threads,
-                !args.no_cross_check,
+                !args.no_cross_check && other,
             )
             .map_err(flags::accuracy)?;
+            plan.cross_check_candle = !args.no_cross_check && !other;
             plan.no_cross_check_reason = "--no-cross-check".into();
             plan
         }
-        Some(()) => other_model_plan(&args, &model, &name)?,
+        Some(()) => {
+            let mut plan = other_model_plan(&args, &model, &name)?;
+            if args.cross_check_engine == crate::cli::CrossCheckEngine::Candle {
+                plan.cross_check = false;
+                plan.cross_check_candle = true;
+            }
+            plan
+        }
     };
     let out = args
         .out
@@ -98,6 +110,8 @@ pub fn run(args: ReferenceArgs) -> anyhow::Result<Outcome> {
                 ", cross-checking on {}",
                 reference::other_cpu_engine(&plan.primary).map_err(flags::accuracy)?
             )
+        } else if plan.cross_check_candle {
+            ", cross-checking on candle (ONNX Runtime is not installed)".to_string()
         } else {
             String::new()
         }
@@ -140,6 +154,7 @@ fn other_model_plan<'a>(
         primary: args.backend.clone(),
         threads: args.threads,
         cross_check: !args.no_cross_check,
+        cross_check_candle: false,
         no_cross_check_reason: "--no-cross-check".into(),
         input_source: g.source,
         preprocessing: g.preprocessing,
