@@ -587,3 +587,85 @@ fn a_zoo_reference_cross_checked_on_candle_is_independent_of_tract() {
     ]);
     assert_eq!(code, 2);
 }
+
+/// A lab's own reference (an ONNX test_data_set_N tree computed outside acceval) counts as
+/// independent when its provenance.toml names another engine than the one under test, and
+/// the verdict says what to add when it has none (#26, point 3).
+#[test]
+fn a_labs_own_reference_counts_as_independent_by_its_provenance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lab = tmp.path().join("lab");
+    copy_dir(&committed("lstm-load-forecast"), &lab);
+    std::fs::remove_file(lab.join("manifest.toml")).unwrap();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/lstm-load-forecast.onnx");
+    let sha = {
+        use sha2::Digest;
+        let h = sha2::Sha256::digest(std::fs::read(&model).unwrap());
+        h.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    let grade = || {
+        let (code, o, e) = acceval(&[
+            "accuracy",
+            "--model",
+            model.to_str().unwrap(),
+            "--reference",
+            lab.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{e}");
+        json(&o)
+    };
+    // None: not independent, and the reason says what to add.
+    let r = grade();
+    assert_eq!(r["independence"]["independent"], false);
+    let why = r["independence"]["reason"].as_str().unwrap();
+    assert!(
+        why.contains("provenance.toml") && why.contains("engine ="),
+        "{why}"
+    );
+    // Another engine: independent; the model tied by its SHA-256.
+    std::fs::write(
+        lab.join("provenance.toml"),
+        format!("engine = \"onnxruntime 1.32.0\"\ndevice = \"CPU\"\nproduced_by = \"the lab's export script\"\nmodel_sha256 = \"{sha}\"\n"),
+    )
+    .unwrap();
+    let r = grade();
+    assert_eq!(
+        r["independence"]["independent"], true,
+        "{}",
+        r["independence"]
+    );
+    assert!(
+        r["independence"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("onnxruntime 1.32.0, CPU"),
+        "{}",
+        r["independence"]
+    );
+    assert_eq!(r["reference"]["provenance"]["engine"], "onnxruntime 1.32.0");
+    assert!(
+        r["reference"]["relation"]
+            .as_str()
+            .unwrap()
+            .contains("provenance.toml names (SHA-256 equal)"),
+        "{}",
+        r["reference"]
+    );
+    // The engine under test itself: not independent.
+    std::fs::write(lab.join("provenance.toml"), "engine = \"tract 0.23.9\"\n").unwrap();
+    let r = grade();
+    assert_eq!(r["independence"]["independent"], false);
+    assert!(
+        r["independence"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the same engine"),
+        "{}",
+        r["independence"]
+    );
+    // A typo is an error naming the file.
+    std::fs::write(lab.join("provenance.toml"), "engin = \"onnxruntime\"\n").unwrap();
+    let err = accuracy_exit2(model.to_str().unwrap(), &lab);
+    assert!(err.contains("provenance.toml"), "{err}");
+}

@@ -135,9 +135,15 @@ pub fn find_reference(
             "a model other than the reference's {} (SHA-256 {}): a converted model, checked by input and output names and shapes",
             m.model_file, m.model_sha256
         ),
-        (None, _) => {
-            "unknown: the folder has no acceval manifest, so nothing ties it to a model".to_string()
-        }
+        (None, _) => match r.provenance.as_ref().and_then(|p| p.model_sha256.as_ref()) {
+            Some(p) if *p == sha => {
+                "the model its provenance.toml names (SHA-256 equal)".to_string()
+            }
+            Some(p) => format!(
+                "a model other than the one its provenance.toml names (SHA-256 {p}): a converted model, checked by input and output names and shapes"
+            ),
+            None => "unknown: the folder has no acceval manifest, and no model_sha256 in a provenance.toml, so nothing ties it to a model".to_string(),
+        },
     };
     Ok((r, relation))
 }
@@ -401,7 +407,9 @@ fn reference_info(reference: &Reference, relation: String) -> ReferenceInfo {
         manifest: m.is_some(),
         model: m.map(|m| m.model.clone()),
         model_sha256: m.map(|m| m.model_sha256.clone()),
-        engine: m.map(|m| format!("{} ({})", m.engine, m.backend)),
+        engine: m
+            .map(|m| format!("{} ({})", m.engine, m.backend))
+            .or_else(|| reference.provenance.as_ref().map(|p| p.engine.clone())),
         created_utc: m.map(|m| m.created_utc.clone()),
         cross_check: m.map(|m| {
             if m.cross_check.outputs.is_empty() {
@@ -420,6 +428,7 @@ fn reference_info(reference: &Reference, relation: String) -> ReferenceInfo {
             }
         }),
         relation,
+        provenance: reference.provenance.clone(),
     }
 }
 
@@ -627,13 +636,60 @@ pub fn evaluate_with_sums(
     ))
 }
 
+/// An engine's family from its description: "onnxruntime 1.32.0" → onnxruntime; PyTorch,
+/// torch and libtorch are one family, as are ONNX Runtime's spellings.
+fn engine_family(engine: &str) -> String {
+    let first = engine
+        .split(|c: char| c.is_whitespace() || c == '/' || c == '(')
+        .find(|w| !w.is_empty())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let compact: String = engine
+        .to_ascii_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    if compact.starts_with("onnxruntime") || first == "ort" {
+        "onnxruntime".into()
+    } else if ["pytorch", "torch", "libtorch"].contains(&first.as_str()) {
+        "torch".into()
+    } else {
+        first
+    }
+}
+
 /// Whether the reference comes from another engine than `engine` (the one under test), or
 /// was cross-checked against one: otherwise a fault of the engine would be in both.
 pub fn independence_of(reference: &Reference, engine: &str) -> Independence {
     let Some(m) = &reference.manifest else {
-        return Independence {
-            independent: false,
-            reason: "unknown: the reference folder has no acceval manifest, so nothing says which engine computed it".into(),
+        return match &reference.provenance {
+            Some(p) if engine_family(&p.engine) != engine_family(engine) => Independence {
+                independent: true,
+                reason: format!(
+                    "computed outside acceval on {}{} (its provenance.toml), not on {engine} (the engine under test)",
+                    p.engine,
+                    p.device
+                        .as_ref()
+                        .map(|d| format!(", {d}"))
+                        .unwrap_or_default()
+                ),
+            },
+            Some(p) => Independence {
+                independent: false,
+                reason: format!(
+                    "its provenance.toml says it was computed on {}, the same engine as the one under test ({engine}): a fault of this engine would be in both; compute it on another engine",
+                    p.engine
+                ),
+            },
+            None => Independence {
+                independent: false,
+                reason: format!(
+                    "unknown: the reference folder has neither acceval's manifest nor a {} naming the engine that computed it: add {}/{} with engine = \"NAME VERSION\" (and device), see docs/accuracy.md",
+                    crate::accuracy::reference::PROVENANCE,
+                    reference.dir.display(),
+                    crate::accuracy::reference::PROVENANCE
+                ),
+            },
         };
     };
     let agreed = m.cross_check.status == "agreed";

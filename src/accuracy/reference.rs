@@ -409,11 +409,16 @@ pub enum RefError {
     Io(#[from] io::IoError),
 }
 
+/// The provenance file of a reference folder computed outside acceval.
+pub const PROVENANCE: &str = "provenance.toml";
+
 /// A reference on disk.
 #[derive(Debug, Clone)]
 pub struct Reference {
     pub dir: PathBuf,
     pub manifest: Option<RefManifest>,
+    /// `provenance.toml` of a folder without a manifest (computed outside acceval).
+    pub provenance: Option<crate::report::schema::accuracy::Provenance>,
     /// The `test_data_set_N` folders, in order.
     pub sets: Vec<PathBuf>,
 }
@@ -449,6 +454,7 @@ impl Reference {
             return Ok(Reference {
                 dir: dir.to_path_buf(),
                 manifest: Some(m),
+                provenance: None,
                 sets,
             });
         }
@@ -465,9 +471,33 @@ impl Reference {
             return Err(RefError::NotAReference(dir.to_path_buf()));
         }
         sets.sort();
+        let ppath = dir.join(PROVENANCE);
+        let provenance = if ppath.is_file() {
+            let text = std::fs::read_to_string(&ppath).map_err(|e| RefError::Manifest {
+                path: ppath.clone(),
+                reason: e.to_string(),
+            })?;
+            let p: crate::report::schema::accuracy::Provenance = toml::from_str(&text)
+                .map_err(|e| RefError::Manifest {
+                    path: ppath.clone(),
+                    reason: format!(
+                        "{e}(provenance.toml takes engine = \"NAME VERSION\" and, optionally, device, produced_by, created_utc, model_sha256)"
+                    ),
+                })?;
+            if p.engine.trim().is_empty() {
+                return Err(RefError::Manifest {
+                    path: ppath,
+                    reason: "engine is empty: name the engine and its version that computed the outputs, e.g. engine = \"onnxruntime 1.32.0\"".into(),
+                });
+            }
+            Some(p)
+        } else {
+            None
+        };
         Ok(Reference {
             dir: dir.to_path_buf(),
             manifest: None,
+            provenance,
             sets: sets.into_iter().map(|(_, p)| p).collect(),
         })
     }

@@ -192,6 +192,28 @@ pub struct Nonfinite {
     pub first_index: Vec<usize>,
 }
 
+/// `provenance.toml` in a reference folder computed outside acceval (an ONNX
+/// `test_data_set_N` tree written by PyTorch, ONNX Runtime or a vendor's framework): which
+/// engine computed the outputs, so the reference can count as independent of the engine
+/// under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// The engine and its version, e.g. "onnxruntime 1.32.0" or "pytorch 2.13.0".
+    pub engine: String,
+    /// Where it ran, e.g. "CPU" or "NVIDIA A100".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Who or what wrote the folder (a script, a lab).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub produced_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_utc: Option<String>,
+    /// SHA-256 of the model file the outputs are of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_sha256: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ReferenceInfo {
     pub dir: String,
@@ -204,6 +226,9 @@ pub struct ReferenceInfo {
     pub cross_check: Option<String>,
     /// How the model under test relates to the reference's model.
     pub relation: String,
+    /// A folder without acceval's manifest: its provenance.toml, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
 }
 
 /// What `acceval accuracy` reports (`--json`, schema `acceval.accuracy/1`).
