@@ -581,3 +581,80 @@ fn harness_is_not_slower_than_a_python_onnxruntime_loop() {
         "acceval {ours} ms vs Python {theirs} ms"
     );
 }
+
+/// `--pipelined K` (§7.2.4 over the module): K threads decode and pre-process the next
+/// inputs while one runs the model; FPS = N / T from the first input taken to the last
+/// output written, beside the one-at-a-time figure; it needs the task pipeline.
+#[test]
+fn pipelined_run_overlaps_the_module_and_reports_n_over_t() {
+    let (code, out, err) = acceval(&[
+        "bench",
+        "--model",
+        "mobilenetv2-meter",
+        "--runs",
+        "24",
+        "--duration",
+        "0",
+        "--sample-ms",
+        "0",
+        "--pipelined",
+        "2",
+        "--json",
+    ]);
+    assert_ne!(code, 2, "{err}");
+    let r = json(&out);
+    let p = &r["pipelined"];
+    assert_eq!(p["complete"], true, "{p}");
+    assert_eq!(p["workers"], 2);
+    assert_eq!(p["queue_depth"], 4);
+    assert_eq!(p["samples"], 24);
+    let (fps, t) = (
+        p["fps"]["value"].as_f64().unwrap(),
+        p["t_s"].as_f64().unwrap(),
+    );
+    assert!((fps - 24.0 / t).abs() <= 1e-9 * fps, "{p}");
+    assert!(
+        p["fps"]["definition"].as_str().unwrap().contains("N / T"),
+        "{p}"
+    );
+    let one = r["fps"]["value"].as_f64().unwrap();
+    assert_eq!(p["one_at_a_time_fps"].as_f64().unwrap(), one);
+    assert!(
+        (p["speedup"].as_f64().unwrap() - fps / one).abs() < 1e-9,
+        "{p}"
+    );
+    assert!(p["mean_wait_ms"].as_f64().unwrap() >= 0.0);
+    // The text view says which mode made which figure.
+    let (_, text, _) = acceval(&[
+        "bench",
+        "--model",
+        "lstm-load-forecast",
+        "--runs",
+        "10",
+        "--duration",
+        "0",
+        "--sample-ms",
+        "0",
+        "--pipelined",
+        "1",
+    ]);
+    assert!(
+        text.contains("Pipelined — N / T over the whole module"),
+        "{text}"
+    );
+    // Model only: nothing to overlap.
+    let (code, _, err) = acceval(&[
+        "bench",
+        "--model",
+        "lstm-load-forecast",
+        "--model-only",
+        "--runs",
+        "5",
+        "--duration",
+        "0",
+        "--pipelined",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("needs the task pipeline"), "{err}");
+}

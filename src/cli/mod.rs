@@ -259,6 +259,11 @@ pub struct BenchArgs {
     /// (< 5 %) and report the largest power sample (model only, dynamic batch).
     #[arg(long)]
     pub peak_power: bool,
+    /// After the one-at-a-time run, the module's throughput pipelined: K threads decode and
+    /// pre-process the next inputs (a bounded queue) while one runs the model and
+    /// post-processes; FPS = N / T, T from the first input taken to the last output written.
+    #[arg(long, value_name = "K", value_parser = parse::positive_count)]
+    pub pipelined: Option<usize>,
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
     #[command(flatten)]

@@ -85,6 +85,7 @@ impl BenchArgs {
             telemetry: self.telemetry.settings(),
             detect: self.detect.params(),
             peak_gflops: None,
+            pipeline_workers: self.pipelined.unwrap_or(0),
         })
     }
 }

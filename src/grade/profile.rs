@@ -319,6 +319,23 @@ impl Profile {
         if let Some(g) = self.speed.peak_gflops {
             c.range("speed", "peak_gflops", g, 0.0, 1e9, false)?;
         }
+        if let Some(k) = self.speed.pipeline_workers {
+            c.count("speed", "pipeline_workers", k as u64, 1)?;
+            if k > 256 {
+                return Err(c.err(
+                    "speed",
+                    "pipeline_workers",
+                    format!("{k} must lie in [1, 256]"),
+                ));
+            }
+            if self.speed.mode != crate::report::schema::bench::BenchMode::Pipeline {
+                return Err(c.err(
+                    "speed",
+                    "pipeline_workers",
+                    "pipelines decode and pre-processing with the model: it needs mode = \"pipeline\"".into(),
+                ));
+            }
+        }
         let mut prev: Option<(Level, &SpeedLevel)> = None;
         for l in [Level::C1, Level::C2, Level::C3, Level::C4] {
             let table = format!("speed.levels.{l}");
@@ -597,6 +614,25 @@ mod tests {
             (target.metric.as_str(), target.op.as_str(), target.value),
             ("mae_mw", "<=", 30.0)
         );
+        // [speed] pipeline_workers: the pipelined module's FPS, only in pipeline mode.
+        let piped = t.replacen(
+            "mode = \"pipeline\"",
+            "mode = \"pipeline\"\npipeline_workers = 2",
+            1,
+        );
+        assert_eq!(
+            Profile::parse(&piped, &f).unwrap().speed.pipeline_workers,
+            Some(2)
+        );
+        let bad = piped.replacen("mode = \"pipeline\"", "mode = \"model-only\"", 1);
+        let e = Profile::parse(&bad, &f).expect_err("model-only with pipeline_workers");
+        assert_eq!(e.key, "speed.pipeline_workers", "{e}");
+        let e = Profile::parse(
+            &piped.replacen("pipeline_workers = 2", "pipeline_workers = 0", 1),
+            &f,
+        )
+        .expect_err("0 workers");
+        assert_eq!(e.key, "speed.pipeline_workers", "{e}");
         // [cluster]: the profile's bounds, checked with their key and line.
         let with_cluster = format!("{t}\n[cluster]\nmin_fps = 123.0\nmax_imbalance = 1.5\n");
         let k = Profile::parse(&with_cluster, &f).unwrap().cluster.unwrap();

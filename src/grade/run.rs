@@ -341,6 +341,7 @@ pub fn speed_settings(
             ptd,
         },
         peak_gflops: p.speed.peak_gflops,
+        pipeline_workers: p.speed.pipeline_workers.unwrap_or(0),
         ..BenchSettings::new(model, backend)
     }
 }
@@ -557,7 +558,8 @@ fn speed_result(p: &Profile, e: &Evidence) -> Option<SpeedResult> {
     let s = e.speed.as_ref()?;
     let q = p.speed.percentile;
     let lat = clauses::percentile_of(s, q);
-    let level = lat.zip(s.fps.value).and_then(|(l, f)| p.speed_level(l, f));
+    let fps = clauses::judged_fps(p, s);
+    let level = lat.zip(fps).and_then(|(l, f)| p.speed_level(l, f));
     let timeline = s.recording.as_ref().map(|rec| {
         let keep: Vec<usize> = rec
             .channels
@@ -588,7 +590,7 @@ fn speed_result(p: &Profile, e: &Evidence) -> Option<SpeedResult> {
         precision: p.model.speed_precision,
         percentile: q,
         latency_at_percentile_ms: lat,
-        fps: s.fps.value,
+        fps,
         achieved: level,
         required: p.speed.required,
         meets: profile::speed_meets(level, p.speed.required)

@@ -74,6 +74,11 @@ pub enum Error {
     /// Batch sweeps run on tensors, not on the task pipeline's files.
     #[error("batch sweeps run the model only, not the task pipeline")]
     BatchOfFiles,
+    /// A pipelined run overlaps the task pipeline's stages: it needs one.
+    #[error(
+        "--pipelined overlaps decode and pre-processing with the model: it needs the task pipeline (a zoo model or --task, not --model-only)"
+    )]
+    PipelinedModelOnly,
     #[error("batch {batch}: {error}")]
     Batch { batch: usize, error: String },
     /// A cluster run's start barrier failed (issue 25): the rank runs no timed sample.

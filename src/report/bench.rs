@@ -191,6 +191,34 @@ fn batch_sweep(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The pipelined run, when one ran.
+fn pipelined(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
+    let Some(p) = &r.pipelined else {
+        return Ok(());
+    };
+    writeln!(o)?;
+    writeln!(o, "Pipelined — {}:", p.fps.definition)?;
+    match p.fps.value {
+        Some(v) => writeln!(
+            o,
+            "  FPS {v:.2} 1/s (N = {}, T = {:.3} s); one at a time {}; speedup {}; a prepared input waited {} ms for the model on average",
+            p.samples,
+            p.t_s,
+            p.one_at_a_time_fps
+                .map_or("n/a".into(), |x| format!("{x:.2} 1/s")),
+            p.speedup.map_or("n/a".into(), |x| format!("{x:.2}×")),
+            p.mean_wait_ms.map_or("n/a".into(), f3),
+        )?,
+        None => writeln!(
+            o,
+            "  FPS n/a: {} ({} of the inputs done)",
+            p.error.as_deref().unwrap_or("incomplete"),
+            p.samples
+        )?,
+    }
+    Ok(())
+}
+
 /// The peak-power sweep, when one ran.
 fn peak(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     if let Some(pp) = &r.peak_power {
@@ -322,6 +350,7 @@ pub fn write_text(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     header(o, r)?;
     latency(o, r)?;
     batch_sweep(o, r)?;
+    pipelined(o, r)?;
     peak(o, r)?;
     telemetry(o, r)?;
     validity(o, r)

@@ -207,6 +207,23 @@ pub fn run_bytes(
     label: &str,
     bytes: &[u8],
 ) -> Result<TaskRun, Error> {
+    let p = prepare(spec, label, bytes)?;
+    finish(session, spec, p)
+}
+
+/// An input decoded and pre-processed, waiting for the model: [`prepare`]'s half of
+/// [`run_bytes`], so that a pipelined benchmark can prepare the next inputs on other threads
+/// while the model runs this one.
+pub struct Prepared {
+    label: String,
+    tensor: HostTensor,
+    post: Post,
+    stages: StageTimes,
+    started: Instant,
+}
+
+/// Decodes and pre-processes one input (no model involved; any thread).
+pub fn prepare(spec: &TaskSpec, label: &str, bytes: &[u8]) -> Result<Prepared, Error> {
     let mut st = StageTimes::default();
     let t0 = Instant::now();
     let (tensor, post) = match spec.task {
@@ -248,10 +265,30 @@ pub fn run_bytes(
             (x, Post::Forecast(n))
         }
     };
-    let ran = session.timed_run(&[HostTensor {
-        name: spec.input_name.clone(),
-        data: TensorData::F32(tensor),
-    }])?;
+    Ok(Prepared {
+        label: label.to_string(),
+        tensor: HostTensor {
+            name: spec.input_name.clone(),
+            data: TensorData::F32(tensor),
+        },
+        post,
+        stages: st,
+        started: t0,
+    })
+}
+
+/// Runs the model on a prepared input and post-processes its output; the stage times
+/// include [`prepare`]'s, and the total runs from the start of `prepare`.
+pub fn finish(session: &mut dyn Session, spec: &TaskSpec, p: Prepared) -> Result<TaskRun, Error> {
+    let Prepared {
+        label,
+        tensor,
+        post,
+        stages: mut st,
+        started: t0,
+    } = p;
+    let label = label.as_str();
+    let ran = session.timed_run(std::slice::from_ref(&tensor))?;
     st.forward_ms = ran.forward_ms;
     st.copies = ran.copies;
     let outs = ran.outputs;

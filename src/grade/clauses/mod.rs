@@ -70,6 +70,15 @@ pub fn overall(p: &Profile, stages: &[Stage], clauses: &[Clause]) -> Verdict {
     }
 }
 
+/// The FPS Table 5 judges: the pipelined module's (N / T) when the profile sets
+/// `[speed] pipeline_workers`, else N / ΣTi one at a time.
+pub fn judged_fps(p: &Profile, s: &BenchReport) -> Option<f64> {
+    match p.speed.pipeline_workers {
+        Some(_) => s.pipelined.as_ref().and_then(|x| x.fps.value),
+        None => s.fps.value,
+    }
+}
+
 /// The stages a grade of `p` runs: devices, model, accuracy, speed, and one per optional
 /// section.
 pub fn stage_count(p: &Profile) -> usize {

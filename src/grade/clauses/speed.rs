@@ -20,7 +20,7 @@ pub(super) fn speed(p: &Profile, e: &Evidence) -> Found {
     };
     let q = p.speed.percentile;
     let lat = percentile_of(s, q);
-    let fps = s.fps.value;
+    let fps = judged_fps(p, s);
     let level = lat.zip(fps).and_then(|(l, x)| p.speed_level(l, x));
     let valid = s.validity.result == Verdict::Valid;
     let speed_ok = valid && profile::speed_meets(level, p.speed.required) && s.complete;
@@ -48,16 +48,40 @@ pub(super) fn speed(p: &Profile, e: &Evidence) -> Found {
     f.add(
         "§7.2.4",
         "FPS",
-        format!(
-            "FPS = N/ΣTi ≥ {} ({} of Table 5)",
-            t.map(|t| t.min_fps).unwrap_or(f64::NAN),
-            p.speed.required
-        ),
-        format!(
-            "{} 1/s; wall-clock throughput {} 1/s",
-            opt(fps, ""),
-            opt(s.throughput.value, "")
-        ),
+        match p.speed.pipeline_workers {
+            None => format!(
+                "FPS = N/ΣTi ≥ {} ({} of Table 5)",
+                t.map(|t| t.min_fps).unwrap_or(f64::NAN),
+                p.speed.required
+            ),
+            Some(k) => format!(
+                "FPS = N/T of the module pipelined ({k} decode/pre-process thread(s)) ≥ {} ({} of Table 5)",
+                t.map(|t| t.min_fps).unwrap_or(f64::NAN),
+                p.speed.required
+            ),
+        },
+        match (p.speed.pipeline_workers, &s.pipelined) {
+            (None, _) => format!(
+                "{} 1/s; wall-clock throughput {} 1/s",
+                opt(fps, ""),
+                opt(s.throughput.value, "")
+            ),
+            (Some(_), Some(x)) => format!(
+                "{} 1/s pipelined (N = {}, T = {:.3} s); one at a time {} 1/s{}",
+                opt(fps, ""),
+                x.samples,
+                x.t_s,
+                opt(s.fps.value, ""),
+                x.error
+                    .as_ref()
+                    .map(|e| format!("; pipelined run incomplete: {e}"))
+                    .unwrap_or_default()
+            ),
+            (Some(_), None) => format!(
+                "n/a: the pipelined run did not happen; one at a time {} 1/s",
+                opt(s.fps.value, "")
+            ),
+        },
         pass(fps.zip(t).is_some_and(|(x, t)| x >= t.min_fps) && valid),
         None,
         Source::Profile,
@@ -127,6 +151,49 @@ mod tests {
         assert_eq!(verdict(&f, "FPS"), Verdict::Pass);
         assert_eq!(verdict(&f, "Speed level"), Verdict::Pass);
         assert!(f.reasons.is_empty());
+        // A profile that judges the pipelined module: no pipelined run, no FPS; a pipelined
+        // figure under the threshold fails though the one-at-a-time one passes.
+        p.speed.pipeline_workers = Some(1);
+        let f = speed(&p, &e);
+        assert_eq!(verdict(&f, "FPS"), Verdict::Fail);
+        let c = f.clauses.iter().find(|c| c.title == "FPS").unwrap();
+        assert!(c.measured.contains("pipelined run did not happen"), "{c:?}");
+        let fig = |v: f64| crate::report::schema::bench::Figure {
+            value: Some(v),
+            unit: "1/s".into(),
+            definition: "N / T".into(),
+        };
+        e.speed.as_mut().unwrap().pipelined = Some(crate::report::schema::bench::Pipelined {
+            workers: 1,
+            queue_depth: 2,
+            samples: 10,
+            t_s: 10.0,
+            fps: fig(1.0),
+            one_at_a_time_fps: e.speed.as_ref().unwrap().fps.value,
+            speedup: None,
+            mean_wait_ms: Some(0.0),
+            complete: true,
+            error: None,
+        });
+        for l in p.speed.levels.values_mut() {
+            l.min_fps = 2.0;
+        }
+        assert!(e.speed.as_ref().unwrap().fps.value.unwrap() >= 2.0);
+        let f = speed(&p, &e);
+        assert_eq!(verdict(&f, "FPS"), Verdict::Fail);
+        assert!(
+            f.clauses
+                .iter()
+                .find(|c| c.title == "FPS")
+                .unwrap()
+                .requirement
+                .contains("pipelined")
+        );
+        for l in p.speed.levels.values_mut() {
+            l.min_fps = 0.5;
+        }
+        assert_eq!(verdict(&speed(&p, &e), "FPS"), Verdict::Pass);
+        p.speed.pipeline_workers = None;
         // Without samples nothing can pass.
         e.speed.as_mut().unwrap().raw.clear();
         assert_eq!(verdict(&speed(&p, &e), "Time (latency)"), Verdict::Fail);

@@ -69,6 +69,33 @@ pub struct Figure {
     pub definition: String,
 }
 
+/// The pipelined run: K worker threads decode and pre-process inputs into a bounded queue
+/// while one thread runs the model and post-processes, as Triton ensembles and DALI
+/// overlap them.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Pipelined {
+    /// Threads that decode and pre-process.
+    pub workers: usize,
+    /// Prepared inputs that may wait for the model.
+    pub queue_depth: usize,
+    /// N: inputs taken and outputs written.
+    pub samples: usize,
+    /// T: from the first input taken to the last output written, s.
+    pub t_s: f64,
+    /// N / T.
+    pub fps: Figure,
+    /// The same model and inputs one at a time: N / ΣTi of the run above.
+    pub one_at_a_time_fps: Option<f64>,
+    /// fps / one_at_a_time_fps.
+    pub speedup: Option<f64>,
+    /// Mean time a prepared input waited in the queue for the model's thread, ms: long
+    /// when the model is the bottleneck, near zero when the workers are.
+    pub mean_wait_ms: Option<f64>,
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StageReport {
     pub latency_ms: Option<Summary>,
@@ -144,6 +171,10 @@ pub struct BenchReport {
     pub throughput: Figure,
     pub validity: Validity,
     pub batch_sweep: Vec<BatchPoint>,
+    /// `--pipelined K`: the module's throughput with decode and pre-processing of the next
+    /// inputs overlapping the current forward pass (§7.2.4 over the whole module).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipelined: Option<Pipelined>,
     /// `--peak-power`: the batch raised until throughput stops growing (§7.1.6 b).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_power: Option<PeakPower>,

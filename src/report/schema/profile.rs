@@ -161,6 +161,11 @@ pub struct SpeedSection {
     /// the speed stage's share of peak where acceval cannot measure one (an NPU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_gflops: Option<f64>,
+    /// The FPS of Table 5 from the module pipelined (`bench --pipelined K`): K threads
+    /// decode and pre-process while one runs the model, FPS = N / T over the module; the
+    /// latency stays the one-at-a-time figure. Unset: FPS = N / ΣTi one at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_workers: Option<usize>,
 }
 
 /// §7.2.5: the highest QPS within a latency bound, measured open loop against `acceval
