@@ -590,7 +590,7 @@ fn pipelined_run_overlaps_the_module_and_reports_n_over_t() {
     let (code, out, err) = acceval(&[
         "bench",
         "--model",
-        "mobilenetv2-meter",
+        "lstm-load-forecast",
         "--runs",
         "24",
         "--duration",
