@@ -9,6 +9,7 @@ pub mod evaluate;
 pub mod inputs;
 pub mod metrics;
 pub mod nulls;
+pub mod pooled;
 pub mod reference;
 
 use std::fmt;

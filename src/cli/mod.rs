@@ -291,13 +291,8 @@ pub struct ClusterArgs {
     /// (--all-reduce), each rank writing DIR/train-rank-<r>.json.
     #[arg(long, value_name = "DIR")]
     pub cluster: Option<PathBuf>,
-    /// This process's rank, by hand (with --world-size; for a launcher acceval does not
-    /// read).
-    #[arg(long, requires = "cluster")]
-    pub rank: Option<usize>,
-    /// The number of ranks, by hand (alone: a Kubernetes Indexed Job's completions).
-    #[arg(long, requires = "cluster")]
-    pub world_size: Option<usize>,
+    #[command(flatten)]
+    pub by_hand: RankArgs,
     /// The longest a rank waits for the others: to join, and at each barrier, s.
     #[arg(long, default_value_t = 300.0, value_name = "S", value_parser = parse::positive_seconds, requires = "cluster")]
     pub cluster_timeout: f64,
@@ -542,13 +537,35 @@ pub struct AccuracyClusterArgs {
     /// folder every rank can write; `acceval merge DIR` pools the ranks' files.
     #[arg(long, value_name = "DIR")]
     pub cluster: Option<PathBuf>,
+    #[command(flatten)]
+    pub by_hand: RankArgs,
+}
+
+/// A rank given by hand, for a launcher acceval does not read (with `--cluster`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RankArgs {
     /// This process's rank, by hand (with --world-size; for a launcher acceval does not
     /// read).
     #[arg(long, requires = "cluster")]
     pub rank: Option<usize>,
-    /// The number of ranks, by hand.
+    /// The number of ranks, by hand (alone: a Kubernetes Indexed Job's completions).
     #[arg(long, requires = "cluster")]
     pub world_size: Option<usize>,
+}
+
+impl RankArgs {
+    /// This process's rank: from the launcher's environment, or as given.
+    pub fn find(&self) -> anyhow::Result<crate::cluster::Rank> {
+        crate::cluster::rank::from_env(crate::cluster::Given {
+            rank: self.rank,
+            world_size: self.world_size,
+        })
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "{e}; give --rank and --world-size by hand for a launcher acceval does not read"
+            )
+        })
+    }
 }
 
 #[derive(Debug, Args)]

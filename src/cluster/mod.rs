@@ -13,32 +13,21 @@ pub mod run;
 
 pub use rank::{Given, Launcher, Rank, RankError};
 
-impl file::RankRecord for crate::report::schema::cluster::RankReport {
-    fn rank(&self) -> usize {
-        self.rank
-    }
-    fn set_error(&mut self, why: String) {
-        self.complete = false;
-        self.error = Some(why);
-    }
+/// Every rank file keeps its rank and its ending in its `common` part
+/// ([`crate::report::schema::cluster::RankCommon`]).
+macro_rules! rank_record {
+    ($($t:ty),*) => {$(
+        impl file::RankRecord for $t {
+            fn rank(&self) -> usize {
+                self.common.rank
+            }
+            fn set_error(&mut self, why: String) {
+                self.common.complete = false;
+                self.common.error = Some(why);
+            }
+        }
+    )*};
 }
 
-impl file::RankRecord for crate::report::schema::cluster::TrainRankReport {
-    fn rank(&self) -> usize {
-        self.rank
-    }
-    fn set_error(&mut self, why: String) {
-        self.complete = false;
-        self.error = Some(why);
-    }
-}
-
-impl file::RankRecord for crate::report::schema::cluster::AccuracyRankReport {
-    fn rank(&self) -> usize {
-        self.rank
-    }
-    fn set_error(&mut self, why: String) {
-        self.complete = false;
-        self.error = Some(why);
-    }
-}
+use crate::report::schema::cluster::{AccuracyRankReport, RankReport, TrainRankReport};
+rank_record!(RankReport, TrainRankReport, AccuracyRankReport);

@@ -47,6 +47,27 @@ pub fn host_name() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// What every rank file records about this rank before it runs: who it is, where, found
+/// how, and with which build (not complete until the run says so).
+pub fn common(found: &Rank) -> crate::report::schema::cluster::RankCommon {
+    crate::report::schema::cluster::RankCommon {
+        rank: found.rank,
+        world_size: found.world_size,
+        local_rank: found.local_rank,
+        node: found.node,
+        host: host_name(),
+        launcher: found.launcher.to_string(),
+        launcher_source: found.source.clone(),
+        tool: format!(
+            "acceval {} ({})",
+            env!("CARGO_PKG_VERSION"),
+            crate::util::build_info::commit()
+        ),
+        complete: false,
+        error: None,
+    }
+}
+
 /// Where this rank stands with the others.
 pub struct Meeting {
     pub node: Node,

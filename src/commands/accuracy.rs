@@ -111,23 +111,13 @@ fn cluster_rank(
     relation: String,
     dir: &Path,
 ) -> anyhow::Result<Outcome> {
-    use crate::cluster::run::host_name;
-    use crate::cluster::{Given, rank};
     use crate::report::schema::cluster::{AccuracyRankReport, Shard};
 
     if args.all_precisions || args.against.is_some() {
         bail!("--cluster grades one model; run --all-precisions and --against on one node");
     }
     let c = &args.cluster;
-    let found = rank::from_env(Given {
-        rank: c.rank,
-        world_size: c.world_size,
-    })
-    .map_err(|e| {
-        anyhow::anyhow!(
-            "{e}; give --rank and --world-size by hand for a launcher acceval does not read"
-        )
-    })?;
+    let found = c.by_hand.find()?;
     let available = reference.sets.len();
     let n = opts.limit.unwrap_or(available).min(available);
     if n < found.world_size {
@@ -143,23 +133,10 @@ fn cluster_rank(
     opts.shard = Some(shard.start..shard.end);
     let record = AccuracyRankReport {
         schema: "acceval.cluster-accuracy-rank/1".into(),
-        rank: found.rank,
-        world_size: found.world_size,
-        local_rank: found.local_rank,
-        node: found.node,
-        host: host_name(),
-        launcher: found.launcher.to_string(),
-        launcher_source: found.source.clone(),
-        tool: format!(
-            "acceval {} ({})",
-            env!("CARGO_PKG_VERSION"),
-            crate::util::build_info::commit()
-        ),
+        common: crate::cluster::run::common(&found),
         total_inputs: n,
         shard,
         sums: Vec::new(),
-        complete: false,
-        error: None,
         report: None,
     };
     let path = dir.join(format!("accuracy-rank-{}.json", found.rank));
@@ -174,7 +151,7 @@ fn cluster_rank(
     let (graded, mse, level, error) = (r.inputs_used, r.mse, r.level, r.error.clone());
     rf.with(|f| {
         f.sums = sums;
-        f.complete = r.complete && r.inputs_used == shard.len();
+        f.common.complete = r.complete && r.inputs_used == shard.len();
         f.report = Some(r);
     });
     if let Some(e) = error {

@@ -59,9 +59,8 @@ fn cluster_rank(
     mut s: bench::BenchSettings,
     dir: &std::path::Path,
 ) -> anyhow::Result<Outcome> {
-    use crate::cluster::run::{Part, host_name, meet};
-    use crate::cluster::{Given, rank};
-    use crate::report::schema::cluster::{RankReport, Shard};
+    use crate::cluster::run::{Part, meet};
+    use crate::report::schema::cluster::Shard;
 
     if !s.batch.is_empty() || s.peak_power {
         anyhow::bail!(
@@ -69,15 +68,7 @@ fn cluster_rank(
         );
     }
     let c = &args.cluster;
-    let found = rank::from_env(Given {
-        rank: c.rank,
-        world_size: c.world_size,
-    })
-    .map_err(|e| {
-        anyhow::anyhow!(
-            "{e}; give --rank and --world-size by hand for a launcher acceval does not read"
-        )
-    })?;
+    let found = c.by_hand.find()?;
     let n = s.policy.runs;
     if n < found.world_size {
         anyhow::bail!(
@@ -90,35 +81,7 @@ fn cluster_rank(
     let shard = Shard::of(n, found.world_size, found.rank);
     s.policy.runs = shard.len();
     s.policy.duration_s = 0.0;
-    let file = RankReport {
-        schema: "acceval.cluster-rank/1".into(),
-        kind: "bench".into(),
-        rank: found.rank,
-        world_size: found.world_size,
-        local_rank: found.local_rank,
-        node: found.node,
-        host: host_name(),
-        launcher: found.launcher.to_string(),
-        launcher_source: found.source.clone(),
-        tool: format!(
-            "acceval {} ({})",
-            env!("CARGO_PKG_VERSION"),
-            crate::util::build_info::commit()
-        ),
-        rendezvous: "n/a: the ranks did not meet".into(),
-        total_samples: n,
-        shard,
-        samples: 0,
-        start_unix_s: None,
-        end_unix_s: None,
-        start_barrier_unix_s: None,
-        end_barrier_unix_s: None,
-        clock_offset_before: None,
-        clock_offset_after: None,
-        complete: false,
-        error: None,
-        report: None,
-    };
+    let file = rank_record(&found, n, shard);
     let path = dir.join(format!("rank-{}.json", found.rank));
     let stop = stop_flag();
     let rf = crate::cluster::file::RankFile::new(path.clone(), file, &stop);
@@ -182,23 +145,56 @@ fn cluster_rank(
         error = Some("interrupted (Ctrl-C or SIGTERM)".into());
     }
     rf.with(|f| {
-        f.complete = error.is_none() && report.complete && report.samples == shard.len();
+        f.common.complete = error.is_none() && report.complete && report.samples == shard.len();
         f.report = Some(report);
     });
     if let Some(e) = error {
         return Err(rf.fail(e));
     }
     rf.write()?;
-    // Only the summary line below reads it; the clone leaves the watcher its own record.
-    let file = rf.with(|f| f.clone());
+    // Only the summary reads it; the clone leaves the watcher its own record.
+    print_rank_summary(&rf.with(|f| f.clone()), &path, dir);
+    Ok(Outcome::Ok)
+}
+
+/// A rank's record before it meets the others: its shard of N, nothing measured yet.
+fn rank_record(
+    found: &crate::cluster::Rank,
+    n: usize,
+    shard: crate::report::schema::cluster::Shard,
+) -> crate::report::schema::cluster::RankReport {
+    crate::report::schema::cluster::RankReport {
+        schema: "acceval.cluster-rank/1".into(),
+        kind: "bench".into(),
+        common: crate::cluster::run::common(found),
+        rendezvous: "n/a: the ranks did not meet".into(),
+        total_samples: n,
+        shard,
+        samples: 0,
+        start_unix_s: None,
+        end_unix_s: None,
+        start_barrier_unix_s: None,
+        end_barrier_unix_s: None,
+        clock_offset_before: None,
+        clock_offset_after: None,
+        report: None,
+    }
+}
+
+/// The rank's line on stdout, and what to run next on rank 0.
+fn print_rank_summary(
+    file: &crate::report::schema::cluster::RankReport,
+    path: &std::path::Path,
+    dir: &std::path::Path,
+) {
     let t = file.end_unix_s.zip(file.start_unix_s).map(|(b, a)| b - a);
     println!(
         "rank {} of {} on {}: samples {}..{} ({}) in {} ({}); wrote {}",
-        file.rank,
-        file.world_size,
-        file.host,
-        shard.start,
-        shard.end,
+        file.common.rank,
+        file.common.world_size,
+        file.common.host,
+        file.shard.start,
+        file.shard.end,
         file.samples,
         t.map_or("n/a".into(), |t| format!("{t:.3} s")),
         t.filter(|t| *t > 0.0).map_or("n/a".into(), |t| format!(
@@ -207,11 +203,10 @@ fn cluster_rank(
         )),
         path.display()
     );
-    if file.rank == 0 {
+    if file.common.rank == 0 {
         println!(
             "when every rank has finished: acceval merge {}",
             dir.display()
         );
     }
-    Ok(Outcome::Ok)
 }

@@ -61,20 +61,11 @@ fn data_parallel(
     dir: &std::path::Path,
 ) -> anyhow::Result<Outcome> {
     use crate::cluster::collective::Reducer;
-    use crate::cluster::run::{host_name, meet};
-    use crate::cluster::{Given, rank};
+    use crate::cluster::run::meet;
     use crate::report::schema::cluster::TrainRankReport;
 
     let c = &args.cluster;
-    let found = rank::from_env(Given {
-        rank: c.rank,
-        world_size: c.world_size,
-    })
-    .map_err(|e| {
-        anyhow::anyhow!(
-            "{e}; give --rank and --world-size by hand for a launcher acceval does not read"
-        )
-    })?;
+    let found = c.by_hand.find()?;
     if !matches!(s.source, crate::train::Source::Builtin(_)) {
         anyhow::bail!(
             "--cluster trains a built-in workload (--workload); a lab's own script (--exec) runs its own data parallelism"
@@ -94,16 +85,7 @@ fn data_parallel(
     }
     let file = TrainRankReport {
         schema: "acceval.cluster-train-rank/1".into(),
-        rank: r,
-        world_size: found.world_size,
-        host: host_name(),
-        launcher: found.launcher.to_string(),
-        launcher_source: found.source.clone(),
-        tool: format!(
-            "acceval {} ({})",
-            env!("CARGO_PKG_VERSION"),
-            crate::util::build_info::commit()
-        ),
+        common: crate::cluster::run::common(&found),
         rendezvous: "n/a: the ranks did not meet".into(),
         all_reduce: args.all_reduce.to_string(),
         global_batch: 0,
@@ -111,8 +93,6 @@ fn data_parallel(
         local_samples_per_s: None,
         comm: Default::default(),
         compute_s: None,
-        complete: false,
-        error: None,
         report: None,
     };
     let path = dir.join(format!("train-rank-{r}.json"));
@@ -171,7 +151,7 @@ fn data_parallel(
         f.global_batch = report.batch.value().map_or(0, |b| b as usize);
         f.local_samples_per_s =
             (report.total_s > 0.0).then(|| f.local_samples as f64 / report.total_s);
-        f.complete = report.error.is_none();
+        f.common.complete = report.error.is_none();
         f.report = Some(report);
     });
     if let Some(e) = error {
@@ -182,7 +162,7 @@ fn data_parallel(
     let file = rf.with(|f| f.clone());
     println!(
         "rank {r} of {}: trained {} samples (its shares of global batches of {}) in {total_s:.3} s; global {} samples/s; all-reduce {} calls, {:.3} s, {} bytes sent; wrote {}",
-        file.world_size,
+        file.common.world_size,
         file.local_samples,
         file.global_batch,
         thr.map_or("n/a".into(), |t| format!("{t:.1}")),

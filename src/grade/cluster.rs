@@ -20,7 +20,7 @@ pub type Kept = Vec<(String, Vec<u8>)>;
 /// folder keeps: `cluster.json` and each rank file as read.
 pub fn collect(dir: &Path) -> Result<(ClusterReport, Kept), Error> {
     // Read first, merge the bytes read: a rank file changed in between cannot slip in.
-    let files = crate::cluster::merge::rank_files(dir)?;
+    let files = crate::cluster::merge::rank_files(dir, "rank-")?;
     let report = crate::cluster::merge::merge_bench_files(dir, &files)?;
     let mut json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Encode {
         what: "cluster report",

@@ -47,16 +47,15 @@ pub struct ClockOffset {
     pub at_unix_s: f64,
 }
 
-/// `DIR/rank-<r>.json`: one rank's part of a cluster run.
+/// What every rank file records about the rank: who it is, where, found how, with which
+/// build, and whether it finished.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct RankReport {
-    /// `acceval.cluster-rank/1`.
-    pub schema: String,
-    /// `bench` (the only kind so far).
-    pub kind: String,
+pub struct RankCommon {
     pub rank: usize,
     pub world_size: usize,
+    #[serde(default)]
     pub local_rank: Option<usize>,
+    #[serde(default)]
     pub node: Option<usize>,
     pub host: String,
     /// The launcher the rank was found by, and the variables read.
@@ -64,6 +63,21 @@ pub struct RankReport {
     pub launcher_source: Vec<String>,
     /// acceval's version and commit (every rank must run the same).
     pub tool: String,
+    /// False when this rank or the meeting failed; `error` says what.
+    pub complete: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `DIR/rank-<r>.json`: one rank's part of a cluster run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RankReport {
+    /// `acceval.cluster-rank/1`.
+    pub schema: String,
+    /// `bench` (the only kind so far).
+    pub kind: String,
+    #[serde(flatten)]
+    pub common: RankCommon,
     /// How the ranks met (TCP at an address; where the address came from).
     pub rendezvous: String,
     /// N: the cluster's samples in all.
@@ -82,10 +96,6 @@ pub struct RankReport {
     /// Before the run and after it.
     pub clock_offset_before: Option<ClockOffset>,
     pub clock_offset_after: Option<ClockOffset>,
-    /// False when this rank or the meeting failed; `error` says what.
-    pub complete: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
     /// The rank's own measurement (latency, stages, telemetry) over its shard; absent when it
     /// failed before measuring.
     pub report: Option<BenchReport>,
@@ -233,12 +243,8 @@ pub struct CommStats {
 pub struct TrainRankReport {
     /// `acceval.cluster-train-rank/1`.
     pub schema: String,
-    pub rank: usize,
-    pub world_size: usize,
-    pub host: String,
-    pub launcher: String,
-    pub launcher_source: Vec<String>,
-    pub tool: String,
+    #[serde(flatten)]
+    pub common: RankCommon,
     pub rendezvous: String,
     /// The all-reduce, in words.
     pub all_reduce: String,
@@ -254,9 +260,6 @@ pub struct TrainRankReport {
     /// Σ step time − time in the all-reduce, s: this rank's compute (the batch, forward,
     /// backward, the update).
     pub compute_s: Option<f64>,
-    pub complete: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
     /// The rank's own training report (its step times include the all-reduce).
     pub report: Option<TrainReport>,
 }
@@ -288,23 +291,14 @@ pub struct OutputSums {
 pub struct AccuracyRankReport {
     /// `acceval.cluster-accuracy-rank/1`.
     pub schema: String,
-    pub rank: usize,
-    pub world_size: usize,
-    pub local_rank: Option<usize>,
-    pub node: Option<usize>,
-    pub host: String,
-    pub launcher: String,
-    pub launcher_source: Vec<String>,
-    pub tool: String,
+    #[serde(flatten)]
+    pub common: RankCommon,
     /// N: the inputs graded over the cluster (the reference's sets, or --limit).
     pub total_inputs: usize,
     /// This rank's inputs: reference sets start..end.
     pub shard: Shard,
     /// Per output, the running sums over this rank's inputs.
     pub sums: Vec<OutputSums>,
-    pub complete: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
     /// The rank's own accuracy report over its shard.
     pub report: Option<super::accuracy::AccuracyReport>,
 }
