@@ -11,6 +11,7 @@
 //! (providers are registered with `error_on_failure`). Nodes a provider does not take still
 //! fall back to the CPU inside ONNX Runtime; `--placement` reports them.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char};
 use std::path::{Path, PathBuf};
@@ -18,8 +19,8 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider, ExecutionProviderDispatch};
-use ort::session::Session as OrtSession;
 use ort::session::builder::GraphOptimizationLevel;
+use ort::session::{Session as OrtSession, SessionInputValue, SessionInputs};
 use ort::value::{DynValue, TensorElementType, ValueType};
 
 use super::{
@@ -579,15 +580,29 @@ struct OrtRun {
     placement: Option<Placement>,
 }
 
-fn to_value(t: &TensorData) -> ort::Result<DynValue> {
+/// An input as ONNX Runtime takes it: a view of the caller's array when it is contiguous
+/// (no copy per run, as the Python binding passes a numpy array), else a contiguous copy.
+fn to_value(t: &TensorData) -> ort::Result<SessionInputValue<'_>> {
+    use ort::value::{Tensor, TensorRef};
+    macro_rules! view {
+        ($a:expr) => {
+            if $a.is_standard_layout() {
+                TensorRef::from_array_view($a)?.into_dyn().into()
+            } else {
+                Tensor::from_array($a.as_standard_layout().into_owned())?
+                    .into_dyn()
+                    .into()
+            }
+        };
+    }
     Ok(match t {
-        TensorData::F32(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
-        TensorData::F64(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
-        TensorData::I64(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
-        TensorData::I32(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
-        TensorData::I8(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
-        TensorData::U8(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
-        TensorData::Bool(a) => ort::value::Tensor::from_array(a.clone())?.into_dyn(),
+        TensorData::F32(a) => view!(a),
+        TensorData::F64(a) => view!(a),
+        TensorData::I64(a) => view!(a),
+        TensorData::I32(a) => view!(a),
+        TensorData::I8(a) => view!(a),
+        TensorData::U8(a) => view!(a),
+        TensorData::Bool(a) => view!(a),
     })
 }
 
@@ -636,18 +651,18 @@ impl Session for OrtRun {
             backend: backend.clone(),
             reason,
         };
-        let mut values: Vec<(String, DynValue)> = Vec::with_capacity(inputs.len());
+        let mut values: Vec<(Cow<'_, str>, SessionInputValue<'_>)> =
+            Vec::with_capacity(inputs.len());
         for (i, t) in inputs.iter().enumerate() {
-            let name = self
-                .input_names
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| t.name.clone());
-            values.push((name, to_value(&t.data).map_err(|e| run_err(e.to_string()))?));
+            let name = self.input_names.get(i).unwrap_or(&t.name);
+            values.push((
+                Cow::Borrowed(name.as_str()),
+                to_value(&t.data).map_err(|e| run_err(e.to_string()))?,
+            ));
         }
         let outs = self
             .session
-            .run(values)
+            .run(SessionInputs::<0>::ValueMap(values))
             .map_err(|e| run_err(e.to_string()))?;
         let mut result = Vec::with_capacity(self.output_names.len());
         for name in &self.output_names {
