@@ -324,3 +324,111 @@ fn a_series_with_a_gap_or_an_impossible_value_is_a_clean_error() {
         );
     }
 }
+
+/// The cases issue 27 found on the run path, each on tract and ONNX Runtime: what `inspect`
+/// refuses is refused before an engine sees the model, in well under a second.
+#[test]
+fn what_inspect_refuses_is_refused_before_any_engine_loads_it() {
+    let conv = |attrs: Vec<acceval::model::onnx::AttributeProto>| {
+        GraphBuilder::new("g")
+            .input("x", F, &[1, 1, 8, 8])
+            .init(tensor_f32("w", &[1, 1, 3, 3], 1))
+            .node(node("Conv", &["x", "w"], &["y"], attrs))
+            .output_unshaped("y", F)
+    };
+    let relu = GraphBuilder::new("g")
+        .input("x", F, &[1, 4])
+        .node(node("Relu", &["x"], &["y"], vec![]))
+        .output("y", F, &[1, 4]);
+    let cases = [
+        (
+            write(conv(vec![attr("pads", Attr::Ints(vec![1 << 40; 4]))]), 17),
+            "more than a 64-bit count holds",
+        ),
+        (
+            // The output would be 8 + 0 − 21 + 1 < 1: tract returned an empty tensor, exit 0.
+            write(conv(vec![attr("dilations", Attr::Ints(vec![10, 10]))]), 17),
+            "smaller than the kernel (21 after dilation)",
+        ),
+        (
+            // tract ran it with today's semantics, exit 0.
+            write(relu, 999),
+            "opset 999, which no ONNX release defines",
+        ),
+    ];
+    let mut backends = vec!["cpu"];
+    if ort_available() {
+        backends.push("ort:cpu");
+    }
+    for (w, want) in &cases {
+        for b in &backends {
+            let t = std::time::Instant::now();
+            let err = clean(
+                &["run", "--model", w.path.to_str().unwrap(), "--backend", b],
+                want,
+            );
+            assert!(err.contains("could not load"), "{err}");
+            assert!(t.elapsed().as_secs_f64() < 10.0, "{b}: {:?}", t.elapsed());
+        }
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_as_external_data_is_refused_on_the_run_path_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = std::ffi::CString::new(dir.path().join("c.bin").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let g = GraphBuilder::new("g")
+        .input("x", F, &[4])
+        .init(acceval::model::build::tensor_external(
+            "c",
+            F,
+            &[4],
+            "c.bin",
+            0,
+            16,
+        ))
+        .node(node("Add", &["x", "c"], &["y"], vec![]))
+        .output("y", F, &[4]);
+    let path = dir.path().join("m.onnx");
+    std::fs::write(&path, g.encode(17)).unwrap();
+    // tract blocked on the FIFO for good before.
+    clean(
+        &["run", "--model", path.to_str().unwrap(), "--backend", "cpu"],
+        "not a regular file",
+    );
+}
+
+/// A graph tract converts too slowly (a 100,000-node Relu chain did not load in 120 s) ends
+/// at the load budget with exit 2 naming the stage and the flag, not a hang.
+#[test]
+fn a_load_past_its_budget_ends_naming_the_stage() {
+    let mut g = GraphBuilder::new("g").input("t0", F, &[1, 4]);
+    let n = 100_000;
+    for i in 0..n {
+        g = g.node(node(
+            "Relu",
+            &[&format!("t{i}")],
+            &[&format!("t{}", i + 1)],
+            vec![],
+        ));
+    }
+    let w = write(g.output("t100000", F, &[1, 4]), 17);
+    let t = std::time::Instant::now();
+    let err = clean(
+        &[
+            "run",
+            "--model",
+            w.path.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--load-timeout",
+            "2",
+        ],
+        "did not finish within 2 s (--load-timeout",
+    );
+    assert!(err.contains("tract's IR conversion"), "{err}");
+    assert!(t.elapsed().as_secs_f64() < 20.0, "{:?}", t.elapsed());
+}

@@ -1,8 +1,15 @@
-//! The memory a model would take, checked before an engine loads it: at the concrete input
-//! shapes, no tensor of the graph may exceed the budget of `util::limits` (a ConstantOfShape
-//! or Expand to 10^12 elements would otherwise abort the process inside the engine, since
-//! Rust aborts on allocation failure). The shapes come from `model::analyse`; a model it
-//! cannot analyse is left to the engine (its own errors are clean).
+//! The admission check every load passes before an engine sees an ONNX model (issue 27):
+//! what `inspect` proves, at the concrete input shapes the run will use. The model must
+//! analyse without error (shapes resolve without contradiction, e.g. no negative or empty
+//! output dim; no count beyond 64 bits; external data regular files inside the model's
+//! folder), declare an `ai.onnx` opset some ONNX release defines, and no tensor of the graph
+//! may exceed the budget of `util::limits` (a ConstantOfShape or Expand to 10^12 elements
+//! would otherwise abort the process inside the engine, since Rust aborts on allocation
+//! failure). Engines were left to find these themselves before, and some did not: tract
+//! looped on a Conv padded by 2^40, blocked on a FIFO named as external data, returned an
+//! empty tensor for a Conv whose dilation leaves no output, and ran opset 999 with today's
+//! semantics. TorchScript archives and Ascend `.om` files are the engines' own formats and
+//! are not analysed here.
 
 use std::path::Path;
 
@@ -16,8 +23,20 @@ fn elements(shape: &str) -> Option<u128> {
         .try_fold(1u128, |n, d| n.checked_mul(d?))
 }
 
-/// Refuses `model` when one of its tensors, at `shapes`, would not fit the budget.
+/// The newest `ai.onnx` operator set an ONNX release defines (ONNX 1.23: 28). A model
+/// declaring a newer one asks for semantics no engine can be checked against; raise this
+/// with the ONNX release that defines it.
+pub const NEWEST_ONNX_OPSET: i64 = 28;
+
+/// Refuses `model` when it does not analyse at `shapes`, declares an opset no ONNX release
+/// defines, or one of its tensors would not fit the budget.
 pub fn check(model: &Path, shapes: &[(String, Vec<usize>)]) -> Result<(), String> {
+    let om = model
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("om"));
+    if om || super::tch::is_torchscript(model) {
+        return Ok(());
+    }
     let shapes: Vec<InputShape> = shapes
         .iter()
         .map(|(n, d)| InputShape {
@@ -25,9 +44,17 @@ pub fn check(model: &Path, shapes: &[(String, Vec<usize>)]) -> Result<(), String
             dims: d.iter().map(|&x| x as i64).collect(),
         })
         .collect();
-    let Ok(a) = crate::model::analyse(model, &shapes) else {
-        return Ok(());
-    };
+    let a = crate::model::analyse(model, &shapes).map_err(|e| {
+        format!("refused before loading (the same check as `acceval inspect`): {e}")
+    })?;
+    for o in &a.model.opsets {
+        if (o.domain.is_empty() || o.domain == "ai.onnx") && o.version > NEWEST_ONNX_OPSET {
+            return Err(format!(
+                "the model declares ai.onnx opset {}, which no ONNX release defines (the newest, ONNX 1.23, defines {NEWEST_ONNX_OPSET}): its operators' semantics are unknown; export it at opset {NEWEST_ONNX_OPSET} or lower",
+                o.version
+            ));
+        }
+    }
     let limit = crate::util::limits::max_tensor_bytes() as u128;
     for n in &a.per_op {
         for s in &n.output_shapes {

@@ -86,6 +86,8 @@ pub struct BackendSettings {
     pub graph_opt: Option<GraphOpt>,
     /// Execution-provider options.
     pub ep_options: Vec<(String, String)>,
+    /// `--load-timeout`: the longest a load may take, s (`None`: sized from the model).
+    pub load_timeout_s: Option<f64>,
 }
 
 impl BackendSettings {
@@ -96,6 +98,7 @@ impl BackendSettings {
             threads: None,
             graph_opt: None,
             ep_options: Vec::new(),
+            load_timeout_s: None,
         }
     }
 
@@ -111,6 +114,7 @@ impl BackendSettings {
             graph_opt: self.graph_opt,
             ep_options: self.ep_options.clone(),
             placement,
+            load_timeout_s: self.load_timeout_s,
         }
     }
 }
@@ -127,6 +131,50 @@ pub struct LoadOptions {
     pub ep_options: Vec<(String, String)>,
     /// Record which device each node ran on (engine profiling; adds overhead).
     pub placement: bool,
+    /// The longest the engine's load may take, s (`None`: [`default_load_timeout`]).
+    pub load_timeout_s: Option<f64>,
+}
+
+/// The load budget when none is given: 15 s, and 1 s more per 5 MB of model file (tract
+/// loads and optimises ResNet-50's 100 MB in about 3 s on this 2-core machine).
+pub fn default_load_timeout(model: &Path) -> std::time::Duration {
+    let mb = std::fs::metadata(model).map_or(0, |m| m.len()) as f64 / 1e6;
+    std::time::Duration::from_secs_f64(15.0 + mb / 5.0)
+}
+
+/// Runs `stage`, a part of a load the engine cannot interrupt, on its own thread, and waits
+/// for it at most `limit`. Past it the thread is abandoned (it ends with the process, using a
+/// core until then) and the error names `what`, the time and the flag.
+pub fn bounded<T: Send + 'static>(
+    engine: &str,
+    what: &str,
+    limit: std::time::Duration,
+    stage: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("acceval-load".into())
+        .spawn(move || {
+            let r = crate::util::isolate::guard(stage).unwrap_or_else(|p| {
+                Err(format!(
+                    "the engine panicked on this model ({p}): the model is probably malformed; `acceval inspect` shows what it declares"
+                ))
+            });
+            let _ = tx.send(r);
+        });
+    if let Err(e) = spawned {
+        return Err(format!("cannot start the loading thread: {e}"));
+    }
+    match rx.recv_timeout(limit) {
+        Ok(r) => r,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!(
+            "{what} did not finish within {:.0} s (--load-timeout S; the default is 15 s + 1 s per 5 MB of model): {engine} cannot interrupt it, so acceval stopped waiting and abandoned the loading thread; the model is too large or too deep for {engine} (try --backend ort:cpu) or needs a longer --load-timeout",
+            limit.as_secs_f64()
+        )),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err(format!("{what} ended without a result"))
+        }
+    }
 }
 
 impl Placement {

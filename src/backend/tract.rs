@@ -190,7 +190,23 @@ impl Backend for TractBackend {
         // §5.3 a: IR conversion = parse + type + optimise at the concrete shapes.
         let t0 = Instant::now();
         let pinned = io.pinned_shapes(opts).map_err(load_err)?;
-        let conv = convert(model, self.kind, &io, &pinned).map_err(load_err)?;
+        // tract cannot be interrupted: the conversion runs on a thread acceval stops waiting
+        // for at the load budget (a 100,000-node chain took minutes).
+        let limit = opts.load_timeout_s.map_or_else(
+            || super::default_load_timeout(model),
+            std::time::Duration::from_secs_f64,
+        );
+        let (kind, path) = (self.kind, model.to_path_buf());
+        let (io, pinned, conv) = super::bounded(
+            &format!("tract {TRACT_VERSION}"),
+            "tract's IR conversion (parse, type and optimise the graph)",
+            limit,
+            move || {
+                let conv = convert(&path, kind, &io, &pinned)?;
+                Ok((io, pinned, conv))
+            },
+        )
+        .map_err(load_err)?;
         let convert_time = t0.elapsed();
 
         // §5.3 b: graph initialisation = the execution plan on the device.

@@ -21,6 +21,7 @@ impl BackendArgs {
             threads: self.threads,
             graph_opt: self.graph_opt,
             ep_options: ep_options(&self.ep_option)?,
+            load_timeout_s: self.load_timeout,
         })
     }
 }
