@@ -431,4 +431,21 @@ fn a_load_past_its_budget_ends_naming_the_stage() {
     );
     assert!(err.contains("tract's IR conversion"), "{err}");
     assert!(t.elapsed().as_secs_f64() < 20.0, "{:?}", t.elapsed());
+    // ONNX Runtime loads the chain (6.1 s in a release build here): past a 1 s budget its
+    // session creation is abandoned the same way.
+    if ort_available() {
+        let err = clean(
+            &[
+                "run",
+                "--model",
+                w.path.to_str().unwrap(),
+                "--backend",
+                "ort:cpu",
+                "--load-timeout",
+                "1",
+            ],
+            "did not finish within 1 s (--load-timeout",
+        );
+        assert!(err.contains("ONNX Runtime's session creation"), "{err}");
+    }
 }

@@ -151,6 +151,39 @@ fn a_version_1_report_still_verifies_but_is_not_rendered() {
     let (code, out, _) = acceval(&["verify", v1.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("acceval.report/1"), "{out}");
+    assert!(
+        out.contains("legacy integrity-only format") && out.contains("recomputed"),
+        "{out}"
+    );
+    // Its verdict edited to COMPLIANT and report.json re-hashed into the manifest (a v1
+    // manifest has no hash of its own): the verdict recomputed from the clauses catches it.
+    let d = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(&v1).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), d.path().join(e.file_name())).unwrap();
+    }
+    let mut r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["verdict"], "NOT COMPLIANT");
+    r["verdict"] = "COMPLIANT".into();
+    let bytes = serde_json::to_vec_pretty(&r).unwrap();
+    std::fs::write(d.path().join("report.json"), &bytes).unwrap();
+    let mpath = d.path().join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&mpath).unwrap()).unwrap();
+    for f in m["files"].as_array_mut().unwrap() {
+        if f["file"] == "report.json" {
+            use sha2::Digest;
+            f["bytes"] = bytes.len().into();
+            f["sha256"] = format!("{:x}", sha2::Sha256::digest(&bytes)).into();
+        }
+    }
+    std::fs::write(&mpath, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let (code, out, _) = acceval(&["verify", d.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("says COMPLIANT but its clauses and stages give NOT COMPLIANT"),
+        "{out}"
+    );
     let (code, _, err) = acceval(&["report", v1.to_str().unwrap(), "--format", "md"]);
     assert_eq!(code, 2);
     assert!(

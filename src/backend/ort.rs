@@ -415,13 +415,40 @@ impl Backend for OrtBackend {
         if let Some(why) = super::wrong_format(model) {
             return Err(load_err(why));
         }
-        let mut options = BTreeMap::new();
-        let (mut b, profile_dir) =
-            configure(env, &provider, long, spec, opts, &mut options).map_err(&load_err)?;
         let t0 = Instant::now();
-        let session = b
-            .commit_from_file(model)
-            .map_err(|e| load_err(e.to_string()))?;
+        // Session creation cannot be interrupted: it runs on a thread acceval stops waiting
+        // for at the load budget. A device provider builds kernels or engines (TensorRT for
+        // minutes), so its default is at least 10 minutes.
+        let limit = opts.load_timeout_s.map_or_else(
+            || {
+                let d = super::default_load_timeout(model);
+                if provider == "cpu" {
+                    d
+                } else {
+                    d.max(std::time::Duration::from_secs(600))
+                }
+            },
+            std::time::Duration::from_secs_f64,
+        );
+        let (path, spec2, opts2, provider2) = (
+            model.to_path_buf(),
+            spec.clone(),
+            opts.clone(),
+            provider.clone(),
+        );
+        let (session, options, profile_dir) = super::bounded(
+            &format!("onnxruntime {}", lib.version),
+            "ONNX Runtime's session creation (graph optimisation, kernel selection)",
+            limit,
+            move || {
+                let mut options = BTreeMap::new();
+                let (mut b, profile_dir) =
+                    configure(env, &provider2, long, &spec2, &opts2, &mut options)?;
+                let session = b.commit_from_file(&path).map_err(|e| e.to_string())?;
+                Ok((session, options, profile_dir))
+            },
+        )
+        .map_err(&load_err)?;
         let init = t0.elapsed();
         let output_names = session
             .outputs()

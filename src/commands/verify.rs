@@ -18,6 +18,9 @@ pub fn run(dir: &Path, pubkey: Option<&Path>) -> anyhow::Result<Outcome> {
         }
         SignatureStatus::Invalid(why) => format!("signature INVALID: {why}"),
     };
+    for n in &v.notes {
+        println!("note: {n}");
+    }
     if v.problems.is_empty() {
         println!(
             "{}: OK — {} files match manifest.json; report.json matches the schema ({}); {signed}",

@@ -39,6 +39,8 @@ pub struct Verification {
     pub schema: String,
     pub signature: SignatureStatus,
     pub problems: Vec<String>,
+    /// What the reader should know that is not a problem (a legacy format's limits).
+    pub notes: Vec<String>,
 }
 
 fn validate(schema: &Value, doc: &Value, what: &str, problems: &mut Vec<String>) {
@@ -157,6 +159,7 @@ fn check_report(dir: &Path, m: &Manifest, problems: &mut Vec<String>) -> String 
             Ok(s) => validate(&s, &r, "schemas/report.v1.schema.json", problems),
             Err(e) => problems.push(format!("the v1 schema is not JSON: {e}")),
         }
+        check_v1_verdict(&r, problems);
         return id;
     }
     if id != SCHEMA {
@@ -217,10 +220,61 @@ fn check_report(dir: &Path, m: &Manifest, problems: &mut Vec<String>) -> String 
     id
 }
 
+/// A first-version report's verdict, recomputed from its stages and clauses by the rule of
+/// the time (the same as today's, over the stages a v1 profile ran: devices, model, accuracy,
+/// speed, and qps and llm when the profile had them): an edited verdict fails even when the
+/// manifest was re-hashed to match, since a v1 manifest cannot protect itself.
+fn check_v1_verdict(r: &Value, problems: &mut Vec<String>) {
+    use crate::report::schema::grade::{Clause, Stage, StageStatus};
+    let parsed = (
+        serde_json::from_value::<Vec<Stage>>(r["stages"].clone()),
+        serde_json::from_value::<Vec<Clause>>(r["clauses"].clone()),
+        serde_json::from_value::<Verdict>(r["verdict"].clone()),
+    );
+    let (stages, clauses, said) = match parsed {
+        (Ok(s), Ok(c), Ok(v)) => (s, c, v),
+        (s, c, v) => {
+            let why = [s.err(), c.err(), v.err()]
+                .into_iter()
+                .flatten()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("; ");
+            problems.push(format!(
+                "report.json (v1): its stages, clauses or verdict cannot be read: {why}"
+            ));
+            return;
+        }
+    };
+    let profile = &r["profile"];
+    let expected =
+        4 + usize::from(!profile["qps"].is_null()) + usize::from(!profile["llm"].is_null());
+    let want = if stages.len() != expected || stages.iter().any(|s| s.status != StageStatus::Done) {
+        Verdict::Incomplete
+    } else if clauses.iter().any(|c| super::clauses::bad(c.verdict)) {
+        Verdict::NotCompliant
+    } else {
+        Verdict::Compliant
+    };
+    if said != want {
+        problems.push(format!(
+            "report.json (v1) says {said} but its clauses and stages give {want}"
+        ));
+    }
+    if r["complete"].as_bool() != Some(want != Verdict::Incomplete) {
+        problems.push("report.json (v1): `complete` contradicts the stages".into());
+    }
+}
+
 /// The manifest's own integrity: its provenance against `provenance_sha256`, and its bytes
 /// against what acceval writes for that content (so an edit that still parses, or one
 /// inside `files`, is found too). Manifests of the first version have no hash.
-fn check_provenance(bytes: &[u8], m: &Manifest, problems: &mut Vec<String>) {
+fn check_provenance(
+    bytes: &[u8],
+    m: &Manifest,
+    problems: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
     match &m.provenance_sha256 {
         Some(h) => {
             if *h != super::files::provenance_hash(m) {
@@ -234,7 +288,9 @@ fn check_provenance(bytes: &[u8], m: &Manifest, problems: &mut Vec<String>) {
             "manifest.json ({}) has no provenance_sha256: its provenance cannot be checked",
             m.schema
         )),
-        None => {}
+        None => notes.push(format!(
+            "manifest.json is {MANIFEST_SCHEMA_V1}, a legacy integrity-only format: the files' hashes are checked, but the manifest has no hash of its own, so an edit re-hashed into it cannot be told apart; the verdict was recomputed from the report's clauses and stages. Re-grade with this acceval for a manifest that protects itself"
+        )),
     }
 }
 
@@ -254,8 +310,8 @@ pub fn verify(dir: &Path, pubkey: Option<&Path>) -> Result<Verification, super::
         what: "an acceval manifest",
         why: e.to_string(),
     })?;
-    let mut problems = Vec::new();
-    check_provenance(&bytes, &manifest, &mut problems);
+    let (mut problems, mut notes) = (Vec::new(), Vec::new());
+    check_provenance(&bytes, &manifest, &mut problems, &mut notes);
     let matched = check_files(dir, &manifest, &mut problems);
     let schema = check_report(dir, &manifest, &mut problems);
     let signature = sign::check(dir, pubkey)?;
@@ -267,6 +323,7 @@ pub fn verify(dir: &Path, pubkey: Option<&Path>) -> Result<Verification, super::
         schema,
         signature,
         problems,
+        notes,
     })
 }
 
