@@ -344,34 +344,46 @@ pub fn produce(plan: &Plan, out: &Path) -> Result<RefManifest, Error> {
         .unwrap_or_else(|| "reference".into());
     let tmp = parent.join(format!(".{leaf}.tmp.{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    let sets = write_sets(plan, &outputs, &tmp)?;
-    let model_bytes = crate::util::read(plan.model)?;
-    let manifest = RefManifest {
-        schema: SCHEMA.into(),
-        model: plan.name.clone(),
-        model_file: plan
-            .model
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        model_sha256: crate::util::fs::sha256_hex(&model_bytes),
-        backend: info.backend.clone(),
-        engine: info.engine.clone(),
-        options: info.options.clone(),
-        created_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        acceval_version: env!("CARGO_PKG_VERSION").into(),
-        input_source: plan.input_source.clone(),
-        preprocessing: plan.preprocessing.clone(),
-        inputs: plan.inputs[0].tensors.iter().map(decl).collect(),
-        outputs: outputs[0].iter().map(decl).collect(),
-        cross_check,
-        sets,
+    // Staged in `tmp`; a failure part-way (a full disk) removes it, leaving `out` as it was.
+    let staged = (|| -> Result<RefManifest, Error> {
+        let sets = write_sets(plan, &outputs, &tmp)?;
+        let model_bytes = crate::util::read(plan.model)?;
+        let manifest = RefManifest {
+            schema: SCHEMA.into(),
+            model: plan.name.clone(),
+            model_file: plan
+                .model
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            model_sha256: crate::util::fs::sha256_hex(&model_bytes),
+            backend: info.backend.clone(),
+            engine: info.engine.clone(),
+            options: info.options.clone(),
+            created_utc: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                .to_string(),
+            acceval_version: env!("CARGO_PKG_VERSION").into(),
+            input_source: plan.input_source.clone(),
+            preprocessing: plan.preprocessing.clone(),
+            inputs: plan.inputs[0].tensors.iter().map(decl).collect(),
+            outputs: outputs[0].iter().map(decl).collect(),
+            cross_check,
+            sets,
+        };
+        let text = format!(
+            "# Reference outputs written by `acceval reference`; checked by `acceval accuracy`.\n# Do not edit: every file's SHA-256 is verified.\n\n{}",
+            toml::to_string(&manifest).map_err(Error::ManifestText)?
+        );
+        crate::util::fs::write_file(&tmp.join(MANIFEST), text.as_bytes())?;
+        Ok(manifest)
+    })();
+    let manifest = match staged {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
     };
-    let text = format!(
-        "# Reference outputs written by `acceval reference`; checked by `acceval accuracy`.\n# Do not edit: every file's SHA-256 is verified.\n\n{}",
-        toml::to_string(&manifest).map_err(Error::ManifestText)?
-    );
-    crate::util::fs::write_file(&tmp.join(MANIFEST), text.as_bytes())?;
     let old = parent.join(format!(".{leaf}.old.{}", std::process::id()));
     if out.exists() {
         std::fs::rename(out, &old).map_err(|err| Error::Replace {
@@ -379,7 +391,12 @@ pub fn produce(plan: &Plan, out: &Path) -> Result<RefManifest, Error> {
             err,
         })?;
     }
-    std::fs::rename(&tmp, out).map_err(crate::util::Error::write(out))?;
+    if let Err(e) = std::fs::rename(&tmp, out) {
+        // Put the previous reference back rather than leave none.
+        let _ = std::fs::rename(&old, out);
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(crate::util::Error::write(out)(e).into());
+    }
     let _ = std::fs::remove_dir_all(&old);
     Ok(manifest)
 }

@@ -238,7 +238,7 @@ pub fn write_npz(path: &Path, tensors: &[HostTensor]) -> Result<(), IoError> {
             .unwrap_or_default(),
         std::process::id()
     ));
-    {
+    let written = (|| {
         let f = File::create(&tmp).map_err(|e| err(e.to_string()))?;
         let mut w = NpzWriter::new(f);
         for t in tensors {
@@ -247,8 +247,13 @@ pub fn write_npz(path: &Path, tensors: &[HostTensor]) -> Result<(), IoError> {
         }
         let f = w.finish().map_err(|e| err(e.to_string()))?;
         f.sync_all().map_err(|e| err(e.to_string()))?;
+        std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
+    })();
+    if written.is_err() {
+        // A full disk or a refused rename leaves nothing behind.
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path).map_err(|e| err(e.to_string()))
+    written
 }
 
 /// Converts a decoded `TensorProto` into host data (raw or typed fields).

@@ -17,12 +17,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    {
+    let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        // A full disk or a refused rename leaves nothing behind.
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)
+    written
 }
 
 /// [`write_atomic`] with an error that names the file.
@@ -53,6 +58,37 @@ mod tests {
         write_atomic(&p, b"second").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"second");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // A folder where the file should go: the rename fails after the data is written.
+        let p = dir.path().join("report.json");
+        std::fs::create_dir(&p).unwrap();
+        std::fs::write(p.join("x"), b"keep").unwrap();
+        assert!(write_atomic(&p, b"data").is_err());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["report.json"], "{left:?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_full_device_leaves_no_temporary_file() {
+        // /dev/full fails every write with ENOSPC; a symlink to it stands in for the
+        // temporary file on a full disk.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        let tmp = dir
+            .path()
+            .join(format!(".r.json.tmp.{}", std::process::id()));
+        std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
+        let e = write_atomic(&p, b"data").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+        assert!(!tmp.exists() && !p.exists());
     }
 
     #[test]
