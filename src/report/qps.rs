@@ -31,6 +31,36 @@ pub fn write_text(o: &mut dyn Write, r: &QpsReport) -> std::io::Result<()> {
         r.error_budget
     )?;
     writeln!(o, "Inputs: {}", r.inputs)?;
+    steps_table(o, r, open)?;
+    max_qps_lines(o, r, open)?;
+    if !r.replicas.is_empty() {
+        writeln!(
+            o,
+            "Cluster of {} servers (§7.2.5 b), balanced by the client: each request to the one with the fewest in flight",
+            r.replicas.len()
+        )?;
+    }
+    writeln!(
+        o,
+        "Requests sent in all: {} (warm-ups and probes included; compare with the server's counter)",
+        r.requests_issued
+    )?;
+    if !r.complete {
+        writeln!(
+            o,
+            "INCOMPLETE: interrupted; the steps above are what was measured"
+        )?;
+    }
+    for s in &r.steps {
+        for (k, m) in &s.failure_examples {
+            writeln!(o, "  {k} at {:.1}: {m}", s.target)?;
+        }
+    }
+    Ok(())
+}
+
+/// One row per step: load, achieved rate, failures, latency and the step's verdict.
+fn steps_table(o: &mut dyn Write, r: &QpsReport, open: bool) -> std::io::Result<()> {
     let mut t = table(&[
         if open { "offered req/s" } else { "concurrency" },
         "achieved req/s",
@@ -82,6 +112,11 @@ pub fn write_text(o: &mut dyn Write, r: &QpsReport) -> std::io::Result<()> {
     }
     right(&mut t, &[0, 1, 2, 4, 5, 6, 7, 8, 9]);
     writeln!(o, "{t}")?;
+    Ok(())
+}
+
+/// The max QPS and the step that achieved it, with its per-replica split.
+fn max_qps_lines(o: &mut dyn Write, r: &QpsReport, open: bool) -> std::io::Result<()> {
     match (r.max_qps, r.best_step) {
         (Some(q), Some(k)) => {
             let s = &r.steps[k];
@@ -121,29 +156,6 @@ pub fn write_text(o: &mut dyn Write, r: &QpsReport) -> std::io::Result<()> {
             }
         }
         _ => writeln!(o, "Max QPS: {}", r.max_qps_na.as_deref().unwrap_or("n/a"))?,
-    }
-    if !r.replicas.is_empty() {
-        writeln!(
-            o,
-            "Cluster of {} servers (§7.2.5 b), balanced by the client: each request to the one with the fewest in flight",
-            r.replicas.len()
-        )?;
-    }
-    writeln!(
-        o,
-        "Requests sent in all: {} (warm-ups and probes included; compare with the server's counter)",
-        r.requests_issued
-    )?;
-    if !r.complete {
-        writeln!(
-            o,
-            "INCOMPLETE: interrupted; the steps above are what was measured"
-        )?;
-    }
-    for s in &r.steps {
-        for (k, m) in &s.failure_examples {
-            writeln!(o, "  {k} at {:.1}: {m}", s.target)?;
-        }
     }
     Ok(())
 }
