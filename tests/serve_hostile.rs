@@ -665,3 +665,96 @@ fn bad_limits_are_refused_naming_the_flag() {
         assert!(!err.contains("panicked"), "{flag}: {err}");
     }
 }
+
+/// Half of `ROW` sent with its full Content-Length: the request is admitted and in flight.
+fn half_sent(addr: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let head = format!(
+        "POST {INFER} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        ROW.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(&ROW[..ROW.len() / 2]).unwrap();
+    s
+}
+
+/// The server's stderr once it holds `what` (or after 5 s, for the assertion to show).
+fn said(s: &Server, what: &str) -> String {
+    let t = Instant::now();
+    loop {
+        let err = s.stderr.lock().unwrap().clone();
+        if err.contains(what) || t.elapsed() > Duration::from_secs(5) {
+            return err;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn sigterm(child: &Child) {
+    let ok = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -TERM");
+}
+
+/// Waits up to `cap` for the server to exit; the seconds it took, None if it did not.
+fn exited_within(child: &mut Child, cap: Duration) -> Option<f64> {
+    let t = Instant::now();
+    while t.elapsed() < cap {
+        if child.try_wait().unwrap().is_some() {
+            return Some(t.elapsed().as_secs_f64());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+#[test]
+fn sigterm_drains_the_requests_in_flight_and_turns_new_ones_away_with_503() {
+    let mut s = Server::start(&["--drain-timeout", "20"]);
+    let mut held: Vec<TcpStream> = (0..3).map(|_| half_sent(&s.addr)).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    sigterm(&s.child);
+    std::thread::sleep(Duration::from_millis(300));
+    // Draining: still listening, new requests get 503 and readiness fails.
+    let (got, _, _) = exchange(&s.addr, &post(ROW, ""), 10);
+    assert_eq!(status(&got), 503, "{got}");
+    assert!(got.contains("shutting down"), "{got}");
+    assert_eq!(
+        status(&exchange(&s.addr, &get("/v2/health/ready"), 10).0),
+        503
+    );
+    // The admitted requests finish with their answers.
+    for h in &mut held {
+        h.write_all(&ROW[ROW.len() / 2..]).unwrap();
+        let (got, _) = read_until_close(h, 10);
+        assert_eq!(status(&got), 200, "{got}");
+    }
+    // ...and then the server exits at once, well before the drain timeout.
+    let took = exited_within(&mut s.child, Duration::from_secs(10)).expect("exit after the drain");
+    assert!(took < 5.0, "{took} s");
+    let err = said(&s, "requests cut at the drain deadline: 0");
+    assert!(
+        err.contains("requests cut at the drain deadline: 0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_drain_that_runs_out_ends_at_the_drain_timeout_and_counts_what_it_cut() {
+    let mut s = Server::start(&["--drain-timeout", "1.5"]);
+    let _held: Vec<TcpStream> = (0..2).map(|_| half_sent(&s.addr)).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    sigterm(&s.child);
+    exited_within(&mut s.child, Duration::from_secs(10)).expect("exit at the drain timeout");
+    let took = t.elapsed().as_secs_f64();
+    assert!((1.4..4.0).contains(&took), "{took} s");
+    let err = said(&s, "requests cut at the drain deadline: 2");
+    assert!(
+        err.contains("requests cut at the drain deadline: 2"),
+        "{err}"
+    );
+}

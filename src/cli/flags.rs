@@ -63,6 +63,7 @@ impl Flag for crate::server::Setting {
             BodyTimeout => "--body-timeout",
             IdleTimeout => "--idle-timeout",
             MaxConnections => "--max-connections",
+            DrainTimeout => "--drain-timeout",
             MaxMemoryMb => "--max-memory-mb",
             ApiKey => "--api-key",
             TlsCert => "--tls-cert",

@@ -823,6 +823,10 @@ pub struct ServeArgs {
     /// unread) before it is closed.
     #[arg(long, value_name = "S", default_value_t = crate::server::DEFAULT_IDLE_TIMEOUT_S, value_parser = parse::positive_seconds)]
     pub idle_timeout: f64,
+    /// After SIGTERM or Ctrl-C, seconds the requests in flight may take to finish (new ones
+    /// get 503 meanwhile); the server exits then even if some are still running.
+    #[arg(long, value_name = "S", default_value_t = crate::server::DEFAULT_DRAIN_TIMEOUT_S, value_parser = parse::positive_seconds)]
+    pub drain_timeout: f64,
     /// Connections open at once; more are closed as they arrive.
     #[arg(long, default_value_t = crate::server::DEFAULT_MAX_CONNECTIONS, value_parser = parse::positive_count)]
     pub max_connections: usize,

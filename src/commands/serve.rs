@@ -22,6 +22,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
         header_timeout_s: args.header_timeout,
         body_timeout_s: args.body_timeout,
         idle_timeout_s: args.idle_timeout,
+        drain_timeout_s: args.drain_timeout,
         max_connections: args.max_connections,
         max_memory_mb: args.max_memory_mb,
         api_key: args.api_key.clone(),
@@ -70,5 +71,7 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {},
         _ = term.recv() => {},
     }
-    eprintln!("acceval serve: stopping; letting in-flight requests finish");
+    eprintln!(
+        "acceval serve: stopping; the requests in flight finish (within --drain-timeout), new ones get 503"
+    );
 }

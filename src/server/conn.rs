@@ -43,6 +43,9 @@ pub struct ConnLimits {
     pub idle_timeout: Duration,
     /// Connections open at once; more are closed as they arrive.
     pub max_connections: usize,
+    /// After the stop signal, the longest wait for the requests in flight (Triton's
+    /// `--exit-timeout-secs`); connections still open then are cut.
+    pub drain_timeout: Duration,
 }
 
 /// Where one connection stands, shared by its socket wrapper and its service.
@@ -271,33 +274,32 @@ where
     let _ = watcher.watch(conn).await;
 }
 
-/// Accepts connections on `listener` until `stop` resolves, then waits for the requests in
-/// progress to finish.
+/// How a drain ended: requests that finished after the stop signal and the ones still in
+/// flight when the drain time ran out (cut).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    pub waited: Duration,
+    pub cut: usize,
+}
+
+/// Accepts connections on `listener` until `stop` resolves, then drains: it goes on
+/// accepting (the service answers new requests 503 by then) until `inflight()` is 0 or
+/// `drain_timeout` has passed, then closes the listener and waits, within what is left of
+/// the drain time, for the connections to finish their responses.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     limits: ConnLimits,
     tls: Option<tokio_rustls::TlsAcceptor>,
     stop: impl Future<Output = ()>,
-) {
+    inflight: impl Fn() -> usize,
+) -> Drained {
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
-    tokio::pin!(stop);
-    loop {
-        let stream = tokio::select! {
-            r = listener.accept() => match r {
-                Ok((s, _)) => s,
-                Err(_) => {
-                    // Out of file descriptors or the like: wait instead of spinning.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = &mut stop => break,
-        };
+    let accept = |stream: tokio::net::TcpStream| {
         // Over the cap the connection is closed at once (dropped).
         let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
-            continue;
+            return;
         };
         let _ = stream.set_nodelay(true);
         let router = router.clone();
@@ -319,9 +321,34 @@ pub async fn serve(
                 }
             }
         });
+    };
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok((s, _)) => accept(s),
+                // Out of file descriptors or the like: wait instead of spinning.
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            },
+            _ = &mut stop => break,
+        }
+    }
+    let started = tokio::time::Instant::now();
+    let deadline = started + limits.drain_timeout;
+    // New requests still reach the service (and get 503) while the admitted ones finish.
+    let mut tick = tokio::time::interval(Duration::from_millis(5));
+    while inflight() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::select! {
+            r = listener.accept() => if let Ok((s, _)) = r { accept(s) },
+            _ = tick.tick() => {},
+        }
     }
     drop(listener);
-    // Idle connections close at once; requests in progress finish first (every wait they
-    // can be in is bounded by the timeouts above).
-    graceful.shutdown().await;
+    // Idle connections close at once; responses being written finish first, within the
+    // drain time.
+    let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
+    Drained {
+        waited: started.elapsed(),
+        cut: inflight(),
+    }
 }

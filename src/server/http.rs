@@ -68,6 +68,15 @@ fn unavailable(msg: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::SERVICE_UNAVAILABLE, msg)
 }
 
+/// After the stop signal: the connection closes with the answer, so the client's next
+/// request goes elsewhere.
+fn draining() -> ApiError {
+    unavailable(
+        "the server is shutting down (draining the requests in flight); send to another instance",
+    )
+    .closing()
+}
+
 /// The routes, with the API-key check in front when the server has a key.
 pub fn router(app: Arc<App>) -> Router {
     let r = Router::new()
@@ -131,7 +140,7 @@ async fn server_metadata(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn server_ready(State(app): State<Arc<App>>) -> StatusCode {
-    if app.ready.load(Ordering::SeqCst) {
+    if app.ready.load(Ordering::SeqCst) && !app.draining.load(Ordering::SeqCst) {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
@@ -209,7 +218,9 @@ async fn model_metadata_v(
 
 fn ready_of(app: &App, m: &str, v: Option<&str>) -> Result<StatusCode, ApiError> {
     check_model(app, m, v)?;
-    if app.ready.load(Ordering::SeqCst) {
+    if app.draining.load(Ordering::SeqCst) {
+        Err(draining())
+    } else if app.ready.load(Ordering::SeqCst) {
         Ok(StatusCode::OK)
     } else {
         Err(unavailable("the model is still loading"))
@@ -285,6 +296,9 @@ async fn infer_any(
 /// Takes a place among the requests in flight, or says the server is busy. Before the body
 /// is read, so a busy server does not buffer what it will refuse.
 fn admit(app: &App) -> Result<Admitted<'_>, ApiError> {
+    if app.draining.load(Ordering::SeqCst) {
+        return Err(draining());
+    }
     if !app.ready.load(Ordering::SeqCst) {
         return Err(unavailable("the model is still loading"));
     }

@@ -54,6 +54,7 @@ pub enum Setting {
     BodyTimeout,
     IdleTimeout,
     MaxConnections,
+    DrainTimeout,
     MaxMemoryMb,
     ApiKey,
     TlsCert,
@@ -74,6 +75,7 @@ impl Setting {
             Setting::BodyTimeout => "body_timeout_s",
             Setting::IdleTimeout => "idle_timeout_s",
             Setting::MaxConnections => "max_connections",
+            Setting::DrainTimeout => "drain_timeout_s",
             Setting::MaxMemoryMb => "max_memory_mb",
             Setting::ApiKey => "api_key",
             Setting::TlsCert => "tls_cert",
@@ -175,6 +177,8 @@ struct Job {
 struct App {
     served: Served,
     ready: AtomicBool,
+    /// Set by the stop signal: new requests get 503 while the admitted ones finish.
+    draining: AtomicBool,
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     inflight: AtomicUsize,
     max_inflight: usize,
@@ -201,6 +205,9 @@ pub const DEFAULT_HEADER_TIMEOUT_S: f64 = 10.0;
 pub const DEFAULT_BODY_TIMEOUT_S: f64 = 60.0;
 /// Default time an idle keep-alive connection stays open, s (nginx: 75).
 pub const DEFAULT_IDLE_TIMEOUT_S: f64 = 30.0;
+/// Default longest wait for the requests in flight after SIGTERM, s (Triton's
+/// `--exit-timeout-secs`: 30).
+pub const DEFAULT_DRAIN_TIMEOUT_S: f64 = 30.0;
 /// Default connections open at once (nginx: 512 per worker).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Most model instances (threads, each with a session).
@@ -233,6 +240,8 @@ pub struct ServeSettings {
     pub header_timeout_s: f64,
     pub body_timeout_s: f64,
     pub idle_timeout_s: f64,
+    /// After SIGTERM, the longest wait for the requests in flight, s.
+    pub drain_timeout_s: f64,
     pub max_connections: usize,
     /// [default: [`DEFAULT_MAX_MEMORY_MB`] or half the machine's memory, the smaller].
     pub max_memory_mb: Option<f64>,
@@ -260,6 +269,7 @@ impl ServeSettings {
             header_timeout_s: DEFAULT_HEADER_TIMEOUT_S,
             body_timeout_s: DEFAULT_BODY_TIMEOUT_S,
             idle_timeout_s: DEFAULT_IDLE_TIMEOUT_S,
+            drain_timeout_s: DEFAULT_DRAIN_TIMEOUT_S,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_memory_mb: None,
             api_key: None,
@@ -415,6 +425,7 @@ fn conn_limits(args: &ServeSettings) -> Result<ConnLimits, Error> {
         body_timeout: duration(args.body_timeout_s, Setting::BodyTimeout)?,
         idle_timeout: duration(args.idle_timeout_s, Setting::IdleTimeout)?,
         max_connections: args.max_connections,
+        drain_timeout: duration(args.drain_timeout_s, Setting::DrainTimeout)?,
     })
 }
 
@@ -566,6 +577,7 @@ pub async fn run_server(
     let app = Arc::new(App {
         served,
         ready: AtomicBool::new(false),
+        draining: AtomicBool::new(false),
         jobs: Mutex::new(Some(tx)),
         inflight: AtomicUsize::new(0),
         max_inflight: cfg.max_inflight,
@@ -630,20 +642,32 @@ pub async fn run_server(
     });
     let failure = Arc::new(Mutex::new(None::<String>));
     let fail_slot = Arc::clone(&failure);
+    let draining = Arc::clone(&app);
     let shutdown = async move {
         tokio::select! {
             _ = stop => {},
             Some(e) = failed_rx.recv() => { *fail_slot.lock().unwrap() = Some(e); }
         }
+        draining.draining.store(true, Ordering::SeqCst);
     };
-    conn::serve(
+    let inflight = Arc::clone(&app);
+    let drained = conn::serve(
         listener,
         router,
         cfg.conn.clone(),
         cfg.tls.clone().map(|t| t.0),
         shutdown,
+        move || inflight.inflight.load(Ordering::SeqCst),
     )
     .await;
+    if verbose {
+        eprintln!(
+            "acceval serve: drained in {:.3} s (drain timeout {:.0} s); requests cut at the drain deadline: {}",
+            drained.waited.as_secs_f64(),
+            cfg.conn.drain_timeout.as_secs_f64(),
+            drained.cut
+        );
+    }
     // Closing the queue ends the instance threads once they finish what they hold.
     app.jobs.lock().unwrap().take();
     for t in workers.threads {
