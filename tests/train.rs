@@ -515,3 +515,49 @@ fn the_mllog_passes_mlperfs_checker_but_for_its_benchmark_list() {
         assert!(out.contains(&format!("'{k}' but found 0")), "{k}: {out}");
     }
 }
+
+#[test]
+fn out_into_a_new_folder_and_an_interrupted_run_exits_2_saying_it_is_incomplete() {
+    let d = tempfile::tempdir().unwrap();
+    // --out names a folder that does not exist yet: the mllog goes into it as well.
+    let out = d.path().join("new/run");
+    let args = [
+        "train",
+        "--workload",
+        "lstm-load-forecast",
+        "--epochs",
+        "1",
+        "--samples",
+        "64",
+        "--eval-samples",
+        "32",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let (code, _, err) = acceval(&args);
+    assert_eq!(code, 0, "{err}");
+    for f in ["train.json", "train.mllog"] {
+        assert!(out.join(f).is_file(), "{f} missing: {err}");
+    }
+    // SIGINT in the middle of a long run: the report is written, complete: false, exit 2.
+    let out2 = d.path().join("cut");
+    let mut long = args.map(String::from).to_vec();
+    long[4] = "50".into();
+    long[10] = out2.display().to_string();
+    let child = command()
+        .args(&long)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("complete: false"), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out2.join("train.json")).unwrap()).unwrap();
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["interrupted"], true);
+}

@@ -1,5 +1,5 @@
 //! `acceval train`: settings → `train::run` → emit. An interrupted or failed training
-//! still writes its JSON (complete: false) before the error.
+//! still writes its JSON (complete: false) before the error (exit 2).
 
 use crate::Outcome;
 use crate::cli::TrainArgs;
@@ -27,8 +27,9 @@ pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
     progress.finish();
     let out = args.output.outputs();
     out.emit(&report)?;
+    // Interrupted or failed: the report says complete: false, and the exit code (2) too.
     match &report.error {
-        Some(e) if !report.interrupted => anyhow::bail!(
+        Some(e) => anyhow::bail!(
             "{e}{}",
             if out.export_json.is_some() || out.out.is_some() {
                 " (the report is written, complete: false)"

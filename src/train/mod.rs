@@ -452,6 +452,10 @@ fn save(
         files.push(p.display().to_string());
     }
     if let Some(p) = &s.mllog {
+        // Its default is train.mllog in --out, a folder the report creates later.
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::util::create_dir_all(dir)?;
+        }
         crate::util::fs::write_file(p, r.log.text().as_bytes())?;
         files.push(p.display().to_string());
     }

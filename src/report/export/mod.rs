@@ -156,13 +156,12 @@ impl Outputs {
     }
 }
 
-/// Writes a document into `dir`: its JSON, each table, and its extra files.
+/// Writes a document into `dir`: each table, its extra files, then its JSON. The JSON comes
+/// last, so a run killed part-way never leaves a JSON whose tables are missing or older.
 pub fn write_folder<D: Document + ?Sized>(dir: &Path, d: &D) -> Result<Vec<PathBuf>, Error> {
     crate::util::create_dir_all(dir)?;
+    let json = Json.export(d)?;
     let mut written = Vec::new();
-    let p = dir.join(d.json_name());
-    write_file(&p, &Json.export(d)?)?;
-    written.push(p);
     for t in d.tables() {
         let p = dir.join(&t.file);
         write_file(&p, &t.to_csv())?;
@@ -173,6 +172,9 @@ pub fn write_folder<D: Document + ?Sized>(dir: &Path, d: &D) -> Result<Vec<PathB
         write_file(&p, &bytes)?;
         written.push(p);
     }
+    let p = dir.join(d.json_name());
+    write_file(&p, &json)?;
+    written.insert(0, p);
     Ok(written)
 }
 
