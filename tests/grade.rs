@@ -714,3 +714,113 @@ fn a_cluster_run_is_merged_judged_kept_and_merged_again_by_verify() {
         "{stage}"
     );
 }
+
+/// `grade --resume DIR` (issue 27, point 4): SIGINT once the speed stage is written, then the
+/// resume carries accuracy and speed over byte for byte, runs the QPS stage, and records
+/// itself; a complete, edited or re-profiled folder, or other flags, are refused.
+#[test]
+fn an_interrupted_grade_resumes_from_its_last_finished_stage_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("r");
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/bigdata-forecast.toml"),
+    )
+    .unwrap();
+    let prof = tmp.path().join("forecast.toml");
+    std::fs::write(&prof, src.replace("min_qps = 50.0", "min_qps = 10.0")).unwrap();
+    let mut child = command()
+        .args([
+            "grade",
+            "--profile",
+            prof.to_str().unwrap(),
+            "--backend",
+            "cpu",
+        ])
+        .args([
+            "--runs",
+            "20",
+            "--duration",
+            "1",
+            "--out",
+            dir.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until report.json says the speed stage is done (the QPS stage runs next, ~15 s).
+    let t = std::time::Instant::now();
+    loop {
+        let speed_done = std::fs::read(dir.join("report.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .is_some_and(|r| {
+                r["stages"]
+                    .as_array()
+                    .is_some_and(|s| s.iter().any(|s| s["name"] == "speed"))
+            });
+        if speed_done {
+            break;
+        }
+        assert!(t.elapsed().as_secs() < 120, "no speed stage in 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let before = report(&dir);
+    assert_eq!(before["verdict"], "INCOMPLETE", "{}", before["stages"]);
+    let kept_bytes: Vec<_> = ["metrics.csv", "samples.csv", "telemetry.csv"]
+        .iter()
+        .map(|f| std::fs::read(dir.join(f)).unwrap())
+        .collect();
+
+    // Other flags beside --resume are refused, naming the first.
+    let d = dir.to_str().unwrap();
+    let (code, _, err) = acceval(&["grade", "--resume", d, "--runs", "5"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("leave out '--runs'"), "{err}");
+    // A changed profile is refused; the folder is left as it was.
+    std::fs::write(&prof, src.replace("min_qps = 50.0", "min_qps = 11.0")).unwrap();
+    let (code, _, err) = acceval(&["grade", "--resume", d]);
+    assert_eq!(code, 2);
+    assert!(err.contains("the profile changed since"), "{err}");
+    assert_eq!(report(&dir), before);
+    std::fs::write(&prof, src.replace("min_qps = 50.0", "min_qps = 10.0")).unwrap();
+
+    let (code, out, err) = acceval(&["grade", "--resume", d]);
+    assert!(code == 0 || code == 1, "{out}{err}");
+    let r = report(&dir);
+    assert_ne!(r["verdict"], "INCOMPLETE", "{}", r["stages"]);
+    assert_eq!(r["command_line"], before["command_line"]);
+    assert_eq!(r["created_utc"], before["created_utc"]);
+    assert_eq!(r["speed"], before["speed"]);
+    assert_eq!(r["accuracy"], before["accuracy"]);
+    assert_eq!(
+        r["resumed"][0]["kept_stages"],
+        serde_json::json!(["accuracy", "speed"])
+    );
+    assert_eq!(r["stages"][4]["name"], "qps");
+    assert_eq!(r["stages"][4]["status"], "done");
+    for (f, b) in ["metrics.csv", "samples.csv", "telemetry.csv"]
+        .iter()
+        .zip(&kept_bytes)
+    {
+        assert_eq!(&std::fs::read(dir.join(f)).unwrap(), b, "{f} changed");
+    }
+    let (code, out, _) = acceval(&["verify", d]);
+    assert_eq!(code, 0, "{out}");
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("with `grade --resume`"), "{md}");
+    assert!(md.contains("kept the stages accuracy, speed"), "{md}");
+
+    // Complete now: nothing to resume. An edited folder: refused by verify.
+    let (code, _, err) = acceval(&["grade", "--resume", d]);
+    assert_eq!(code, 2);
+    assert!(err.contains("nothing to resume"), "{err}");
+    let mut edited = r.clone();
+    edited["verdict"] = "INCOMPLETE".into();
+    std::fs::write(dir.join("report.json"), edited.to_string()).unwrap();
+    let (code, _, err) = acceval(&["grade", "--resume", d]);
+    assert_eq!(code, 2);
+    assert!(err.contains("fails `acceval verify`"), "{err}");
+}

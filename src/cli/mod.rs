@@ -166,8 +166,13 @@ pub enum ProfileCommand {
 pub struct GradeArgs {
     /// A shipped profile's name (line-inspection-realtime, line-inspection-offline,
     /// substation-monitoring, bigdata-forecast) or a profile file.
-    #[arg(long)]
-    pub profile: String,
+    #[arg(long, required_unless_present = "resume")]
+    pub profile: Option<String>,
+    /// Continue the INCOMPLETE grade in DIR from its last finished stage, with the settings
+    /// of its command line; refused unless DIR passes `verify` and the binary, profile,
+    /// model and devices are the ones it was measured with. The report records the resume.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
     #[command(flatten)]
     pub backend: BackendArgs,
     /// Override the profile's minimum runs (the report marks the policy as overridden).

@@ -11,9 +11,59 @@ use crate::report::schema::Verdict;
 use crate::util::progress::Progress;
 use crate::util::signal::stop_flag;
 
+/// `grade --resume DIR`: the settings of the run in DIR, from its recorded command line.
+/// Nothing else may be given but how to print (`--json`), since a resumed run must measure
+/// as the interrupted one did.
+fn resumed(
+    dir: &std::path::Path,
+    now: &GradeArgs,
+) -> anyhow::Result<(GradeArgs, Option<crate::grade::resume::Previous>)> {
+    let given: Vec<String> = std::env::args().skip(1).collect();
+    let extra: Vec<&String> = given
+        .iter()
+        .filter(|a| {
+            !matches!(a.as_str(), "grade" | "--resume" | "--json")
+                && !a.starts_with("--resume=")
+                && std::path::Path::new(a.as_str()) != dir
+        })
+        .collect();
+    if let Some(a) = extra.first() {
+        bail!(
+            "grade --resume takes the settings of the run it continues (its command line is in report.json); leave out '{a}'"
+        );
+    }
+    let prev = crate::grade::resume::load(dir).map_err(crate::cli::flags::grade)?;
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(&prev.report.command_line)
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot resume '{}': its recorded command line does not parse with this acceval: {}",
+                dir.display(),
+                e.to_string().lines().next().unwrap_or_default()
+            )
+        })?;
+    let crate::cli::Command::Grade(mut args) = cli.command else {
+        bail!(
+            "cannot resume '{}': its recorded command line is not a grade",
+            dir.display()
+        );
+    };
+    if args.resume.is_some() {
+        bail!(
+            "cannot resume '{}': its recorded command line is itself a resume",
+            dir.display()
+        );
+    }
+    args.output.json = now.output.json;
+    Ok((args, Some(prev)))
+}
+
 pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
+    let (args, resume) = match &args.resume {
+        Some(dir) => resumed(dir, &args)?,
+        None => (args, None),
+    };
     let s = GradeSettings {
-        profile: args.profile.clone(),
+        profile: args.profile.clone().unwrap_or_default(),
         backend: args.backend.settings()?,
         out: args.output.out.clone(),
         runs: args.runs,
@@ -21,8 +71,12 @@ pub fn run(args: GradeArgs) -> anyhow::Result<Outcome> {
         ptd: args.ptd.clone(),
         llm_url: args.llm_url.clone(),
         cluster_run: args.cluster_run.clone(),
-        command_line: std::env::args().collect(),
+        command_line: match &resume {
+            Some(prev) => prev.report.command_line.clone(),
+            None => std::env::args().collect(),
+        },
         sign: args.sign.clone(),
+        resume,
     };
     let progress = Progress::stages(0);
     let graded = run::grade(&s, &progress, &stop_flag());

@@ -60,6 +60,12 @@ pub fn report_files(
         }
     }
     files.extend(e.cluster_files.iter().cloned());
+    for (name, bytes) in &e.carried_files {
+        match files.iter_mut().find(|(n, _)| n == name) {
+            Some(f) => f.1 = bytes.clone(),
+            None => files.push((name.clone(), bytes.clone())),
+        }
+    }
     Ok(files)
 }
 

@@ -7,6 +7,7 @@ pub mod clauses;
 pub mod cluster;
 pub mod files;
 pub mod profile;
+pub mod resume;
 pub mod run;
 pub mod sign;
 pub mod stages;
@@ -55,6 +56,8 @@ pub enum Error {
         what: &'static str,
         why: String,
     },
+    #[error("cannot resume '{}': {why}", dir.display())]
+    CannotResume { dir: PathBuf, why: String },
     #[error("'{}' is not a valid {schema} report: {why}", path.display())]
     InvalidReport {
         path: PathBuf,

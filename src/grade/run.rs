@@ -21,8 +21,8 @@ use crate::measure::harness::Policy;
 use crate::report::schema::Precision;
 use crate::report::schema::bench::BenchMode;
 use crate::report::schema::grade::{
-    AccuracyError, Decision, GradeReport, ModelSummary, SCHEMA, SpeedResult, Stage, StageStatus,
-    Timeline, Tool,
+    AccuracyError, Decision, GradeReport, ModelSummary, Resumed, SCHEMA, SpeedResult, Stage,
+    StageStatus, Timeline, Tool,
 };
 use crate::report::schema::telemetry::Kind;
 use crate::standard;
@@ -52,6 +52,8 @@ pub struct GradeSettings {
     pub command_line: Vec<String>,
     /// A lab's ed25519 private key: manifest.json is signed after every write.
     pub sign: Option<PathBuf>,
+    /// An INCOMPLETE run to continue (`grade --resume DIR`): its folder is the report folder.
+    pub resume: Option<super::resume::Previous>,
 }
 
 /// A finished grade: the report and its folder.
@@ -69,6 +71,8 @@ struct Ctx<'a> {
     created: String,
     progress: &'a Progress,
     stop: &'a Arc<AtomicBool>,
+    /// The resumes of this run, the latest last.
+    resumed: Vec<Resumed>,
 }
 
 impl Ctx<'_> {
@@ -81,10 +85,16 @@ impl Ctx<'_> {
     /// The report of what was measured so far, and all its files.
     fn save(&self, e: &Evidence) -> Result<GradeReport, Error> {
         let r = report(self, e)?;
-        files::write_all(&self.dir, &r, e, &self.p, &self.profile_file)?;
-        if let Some(key) = &self.s.sign {
-            super::sign::sign(&self.dir, key)?;
-        }
+        // One generation at a time: a kill at any point leaves the last whole folder, whose
+        // manifest matches its files (and its signature the manifest).
+        let last = ["manifest.json", super::sign::SIGNATURE_FILE];
+        crate::util::fs::replace_dir(&self.dir, &last, |d| -> Result<(), Error> {
+            files::write_all(d, &r, e, &self.p, &self.profile_file)?;
+            if let Some(key) = &self.s.sign {
+                super::sign::sign(d, key)?;
+            }
+            Ok(())
+        })?;
         Ok(r)
     }
 }
@@ -164,14 +174,23 @@ pub fn grade(
 ) -> Result<Graded, Error> {
     let profile_file = profile::locate(&s.profile)?;
     let p = Profile::load(&profile_file)?;
-    let created = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    if let Some(prev) = &s.resume {
+        super::resume::check_tool(prev)?;
+        super::resume::check_profile(prev, &profile_file)?;
+    }
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let created = s
+        .resume
+        .as_ref()
+        .map_or_else(|| now.clone(), |prev| prev.report.created_utc.clone());
     let stamp = created
         .replace([':', '-'], "")
         .replace('T', "-")
         .trim_end_matches('Z')
         .to_string();
     let backend = s.backend.spec.to_string();
-    let dir = s.out.clone().unwrap_or_else(|| {
+    let dir = s.resume.as_ref().map(|prev| prev.dir.clone());
+    let dir = dir.or_else(|| s.out.clone()).unwrap_or_else(|| {
         PathBuf::from("reports").join(format!(
             "{stamp}Z-{}-{}",
             p.name,
@@ -185,6 +204,24 @@ pub fn grade(
     }
     crate::util::create_dir_all(&dir)?;
     progress.set_length(clauses::stage_count(&p) as u64);
+    let carried = s.resume.as_ref().map(super::resume::carry).transpose()?;
+    let (mut e, kept) = carried.map_or_else(Default::default, |c| (c.evidence, c.stages));
+    let mut resumed = s
+        .resume
+        .as_ref()
+        .map(|prev| prev.report.resumed.clone())
+        .unwrap_or_default();
+    if s.resume.is_some() {
+        resumed.push(Resumed {
+            at_utc: now,
+            kept_stages: kept.keys().cloned().collect(),
+            kept_precisions: if kept.contains_key("accuracy") {
+                Vec::new()
+            } else {
+                e.accuracy.iter().filter_map(|a| a.precision).collect()
+            },
+        });
+    }
     let c = Ctx {
         s,
         p,
@@ -193,27 +230,48 @@ pub fn grade(
         created,
         progress,
         stop,
+        resumed,
     };
-    let mut e = Evidence::default();
     stage_devices(&c, &mut e);
     stage_model(&c, &mut e);
+    if let Some(prev) = &s.resume {
+        let sha = e
+            .model_path
+            .as_ref()
+            .map(|m| crate::util::read(m).map(|b| crate::util::fs::sha256_hex(&b)))
+            .transpose()?;
+        super::resume::check_measured(prev, &e, sha.as_deref())?;
+    }
     c.save(&e)?;
-    stage_accuracy(&c, &mut e)?;
-    stage_speed(&c, &mut e);
+    // A stage the resumed run finished is carried over as it was measured.
+    let keep = |name: &str, e: &mut Evidence| match kept.get(name) {
+        Some(st) => {
+            e.stages.push(st.clone());
+            c.progress.inc(1);
+            true
+        }
+        None => false,
+    };
+    if !keep("accuracy", &mut e) {
+        stage_accuracy(&c, &mut e)?;
+    }
+    if !keep("speed", &mut e) {
+        stage_speed(&c, &mut e);
+    }
     c.save(&e)?;
-    if c.p.qps.is_some() {
+    if c.p.qps.is_some() && !keep("qps", &mut e) {
         stage_qps(&c, &mut e);
         c.save(&e)?;
     }
-    if c.p.llm.is_some() {
+    if c.p.llm.is_some() && !keep("llm", &mut e) {
         stage_llm(&c, &mut e);
         c.save(&e)?;
     }
-    if c.p.train.is_some() {
+    if c.p.train.is_some() && !keep("train", &mut e) {
         stage_train(&c, &mut e);
         c.save(&e)?;
     }
-    if c.p.cluster.is_some() {
+    if c.p.cluster.is_some() && !keep("cluster", &mut e) {
         stage_cluster(&c, &mut e);
     }
     let report = c.save(&e)?;
@@ -257,6 +315,10 @@ fn stage_accuracy(c: &Ctx, e: &mut Evidence) -> Result<(), Error> {
     let mut interrupted = false;
     if e.model_path.is_some() {
         for &prec in &c.p.model.precisions {
+            // Finished before a resume.
+            if e.accuracy.iter().any(|a| a.precision == Some(prec)) {
+                continue;
+            }
             if c.stopped() {
                 interrupted = true;
                 break;
@@ -555,6 +617,9 @@ fn model_summary(p: &Profile, e: &Evidence) -> Result<Option<ModelSummary>, Erro
 
 /// The speed stage as the report holds it.
 fn speed_result(p: &Profile, e: &Evidence) -> Option<SpeedResult> {
+    if let Some(carried) = &e.speed_carried {
+        return Some(carried.clone());
+    }
     let s = e.speed.as_ref()?;
     let q = p.speed.percentile;
     let lat = clauses::percentile_of(s, q);
@@ -633,5 +698,6 @@ fn report(c: &Ctx, e: &Evidence) -> Result<GradeReport, Error> {
         train: e.train.clone(),
         cluster: e.cluster.clone(),
         decisions: decisions(&c.p),
+        resumed: c.resumed.clone(),
     })
 }

@@ -190,6 +190,29 @@ fn head(r: &GradeReport, b: &mut Vec<Block>) {
             ""
         }
     )));
+    for x in &r.resumed {
+        b.push(Block::Para(format!(
+            "Resumed {} with `grade --resume` (same binary, profile, model and devices, checked): kept {}{}; the rest was measured then.",
+            x.at_utc,
+            if x.kept_stages.is_empty() {
+                "no stage".to_string()
+            } else {
+                format!("the stages {}", x.kept_stages.join(", "))
+            },
+            if x.kept_precisions.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " and the accuracy of {}",
+                    x.kept_precisions
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        )));
+    }
 }
 
 /// The verdict of the clause that owns a fact: the clause `id` titled `title` whose

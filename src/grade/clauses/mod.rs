@@ -106,6 +106,12 @@ pub struct Evidence {
     pub cluster: Option<crate::report::schema::cluster::ClusterReport>,
     /// The cluster run's files as read (`cluster.json`, `cluster-rank-<r>.json`).
     pub cluster_files: Vec<(String, Vec<u8>)>,
+    /// A speed stage carried over by `grade --resume`: its result as the report held it (the
+    /// samples' stage times and the telemetry are not in report.json)...
+    pub speed_carried: Option<crate::report::schema::grade::SpeedResult>,
+    /// ...and the files only it could write (metrics.csv, samples.csv, telemetry.csv), as
+    /// verified.
+    pub carried_files: Vec<(String, Vec<u8>)>,
 }
 
 /// The clause table and the verdict.
@@ -286,6 +292,8 @@ mod testkit {
             train: r.train,
             cluster: r.cluster,
             cluster_files: Vec::new(),
+            speed_carried: None,
+            carried_files: Vec::new(),
         };
         (r.profile, backend_of("cpu"), e)
     }

@@ -213,6 +213,21 @@ pub struct GradeReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<super::cluster::ClusterReport>,
     pub decisions: Vec<Decision>,
+    /// Each `grade --resume` that continued this run: when, and which stages it kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<Resumed>,
+}
+
+/// One `grade --resume` of an INCOMPLETE run (same binary, profile, model and devices).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Resumed {
+    pub at_utc: String,
+    /// The stages carried over from the interrupted run as they were measured (with devices
+    /// and model identified again and compared).
+    pub kept_stages: Vec<String>,
+    /// The accuracy precisions carried over from an accuracy stage cut part-way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_precisions: Vec<Precision>,
 }
 
 /// A file and its hash.
