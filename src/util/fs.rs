@@ -8,14 +8,7 @@ use sha2::{Digest, Sha256};
 /// Writes `bytes` to `path` through a temporary file in the same directory and a rename,
 /// so a reader never sees a half-written file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let (dir, name) = beside(path);
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
     let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -28,6 +21,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// The folder `path` is in (`.` for a bare name) and its file name: where a temporary name
+/// beside it goes.
+fn beside(path: &Path) -> (&Path, String) {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (dir, name)
 }
 
 /// [`write_atomic`] with an error that names the file.
@@ -48,14 +55,7 @@ pub fn replace_dir<E: From<super::Error>>(
     last: &[&str],
     fill: impl FnOnce(&Path) -> Result<(), E>,
 ) -> Result<(), E> {
-    let parent = dir
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let (parent, name) = beside(dir);
     if !exchange_supported() {
         super::create_dir_all(dir)?;
         return fill(dir);
