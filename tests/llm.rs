@@ -137,7 +137,7 @@ fn every_api_gives_the_timings_the_server_was_built_with() {
         );
         let perf = std::fs::read_to_string(out.join("result_perf.csv")).unwrap();
         assert!(perf.starts_with("Metric,average,max,min,P75,P90,SLO_P90,P99,N,unit\n"));
-        assert_eq!(perf.lines().count(), 11);
+        assert_eq!(perf.lines().count(), 18); // a header and MindIE's 17 metrics
         let common = std::fs::read_to_string(out.join("result_common.csv")).unwrap();
         assert!(
             common.starts_with(
@@ -325,6 +325,63 @@ fn token_counts_come_from_a_tokenizer_and_non_streaming_works() {
     );
     assert_eq!(stat(run, "GeneratedTokens", "average"), 5.0);
     assert_eq!(stat(run, "InputTokens", "average"), 3.0);
+    assert_eq!(run["input_token_sources"]["tokenizer"], 2, "{run}");
+    // MindIE's client-side Tokenizer and Detokenizer rows: one timing per request.
+    for m in ["Tokenizer", "Detokenizer"] {
+        assert_eq!(stat(run, m, "N"), 2.0, "{m}");
+        let (lo, hi) = (stat(run, m, "min"), stat(run, m, "max"));
+        assert!(lo > 0.0 && hi < 1000.0, "{m}: {lo}..{hi} ms");
+    }
+    // lpct is over counted input tokens: Σ FirstTokenTime / Σ InputTokens.
+    let ftt: f64 = run["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["first_token_ms"].as_f64().unwrap())
+        .sum();
+    let lpct = run["lpct"].as_f64().unwrap();
+    assert!((lpct - ftt / 6.0).abs() < 1e-9, "lpct {lpct}, Σ ftt {ftt}");
+    // Without a tokenizer the Triton stream has no input count: only the requested length,
+    // which is said, and lpct is n/a.
+    let (code, v, err) = llm(&[
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--api",
+        "triton",
+        "--synthetic-config",
+        &cfg,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run = &v["runs"][0];
+    assert_eq!(run["input_token_sources"]["requested"], 2, "{run}");
+    assert!(run["lpct"].is_null(), "{}", run["lpct"]);
+    assert!(run["metrics"]["Tokenizer"].is_null());
+    let (code, out, _) = common::acceval(&[
+        "llm",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--api",
+        "triton",
+        "--synthetic-config",
+        &cfg,
+        "--warmup-requests",
+        "0",
+    ]);
+    assert_eq!(code, 0);
+    for want in [
+        "lpct (ms)",
+        "n/a: no counted input tokens",
+        "requested: 2 requests",
+        "n/a: no tokenizer given",
+        "n/a: the server does not report it",
+        "n/a: engine mode only",
+    ] {
+        assert!(out.contains(want), "no '{want}' in\n{out}");
+    }
     // A file that is not a tokenizer is an error naming it.
     let (code, _, err) = common::acceval(&[
         "llm",
@@ -610,5 +667,48 @@ fn bad_numbers_are_rejected_naming_the_flag() {
         assert_eq!(code, 2, "{flag}: {err}");
         assert!(err.contains(want), "{flag}: {err}");
         assert!(!err.contains("panicked"), "{flag}: {err}");
+    }
+}
+
+/// A server that reports MindIE Server's batch and queue figures in its stream: they land in
+/// the PrefillBatchsize, DecoderBatchsize and QueueWaitTime rows with the values sent.
+#[test]
+fn server_side_batch_and_queue_figures_are_reported() {
+    let url = server();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = synthetic(dir.path(), 3, 5, 3);
+    let (code, v, err) = llm(&[
+        "--url",
+        &url,
+        "--model",
+        "mindie-stats",
+        "--api",
+        "triton",
+        "--synthetic-config",
+        &cfg,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run = &v["runs"][0];
+    assert_eq!(stat(run, "PrefillBatchsize", "N"), 3.0);
+    assert_eq!(stat(run, "PrefillBatchsize", "max"), 2.0);
+    assert_eq!(stat(run, "PrefillBatchsize", "min"), 2.0);
+    assert_eq!(stat(run, "DecoderBatchsize", "N"), 12.0); // 3 requests x 4 later tokens
+    assert_eq!(stat(run, "DecoderBatchsize", "average"), 4.0);
+    assert_eq!(stat(run, "QueueWaitTime", "N"), 3.0);
+    assert_eq!(stat(run, "QueueWaitTime", "average"), 250.0);
+    // The same server without the fields: the rows are there, without samples.
+    let (code, v, err) = llm(&[
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--api",
+        "triton",
+        "--synthetic-config",
+        &cfg,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for m in ["PrefillBatchsize", "DecoderBatchsize", "QueueWaitTime"] {
+        assert!(v["runs"][0]["metrics"][m].is_null(), "{m}");
     }
 }

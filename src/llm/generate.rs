@@ -33,6 +33,12 @@ pub struct Generation {
     pub generated_tokens: Option<(u64, TokenSource)>,
     /// The generated text (kept only for a client tokenizer).
     pub text: String,
+    /// The server's prefill batch size for this request, when it reports one.
+    pub prefill_batch_size: Option<f64>,
+    /// The server's decode batch sizes, one per later token, when it reports them.
+    pub decode_batch_sizes: Vec<f64>,
+    /// The server's queue wait times, μs, when it reports them.
+    pub queue_wait_us: Vec<f64>,
 }
 
 /// The caps on what is buffered of a response.
@@ -75,12 +81,31 @@ impl Generate {
 
     /// Counts a piece of generated text arriving at `at`.
     fn account(&self, g: &mut Generation, piece: &Piece, at: Duration) {
-        if !piece.text.is_empty() || piece.token_event {
+        let token = !piece.text.is_empty() || piece.token_event;
+        if token {
             g.token_at.push(at);
             g.generated_characters += piece.text.chars().count() as u64;
             if self.keep_text {
                 g.text.push_str(&piece.text);
             }
+        }
+        let s = &piece.server;
+        if let Some(b) = s.prefill_batch_size {
+            g.prefill_batch_size = Some(b);
+        }
+        if let Some(b) = s.decode_batch_size {
+            g.decode_batch_sizes.push(b);
+        }
+        // A bare batch_size is the batch of the event's token: prefill for the first.
+        if let Some(b) = s.batch_size.filter(|_| token) {
+            if g.token_at.len() == 1 {
+                g.prefill_batch_size.get_or_insert(b);
+            } else {
+                g.decode_batch_sizes.push(b);
+            }
+        }
+        if let Some(q) = s.queue_wait_us {
+            g.queue_wait_us.push(q);
         }
         if let Some(n) = piece.completion_tokens {
             let source = if piece.from_details {

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::generate::{Generate, Generation, StreamCaps};
 use super::settings::LlmPlan;
@@ -174,8 +174,19 @@ fn summarise(plan: &LlmPlan, run: Run<Generation>, rate: Option<f64>) -> LlmRun 
     }
     let generate_speed =
         (gen_tok.len() == ok.len() && !ok.is_empty()).then(|| total_tokens / elapsed);
+    let mut input_token_sources = BTreeMap::new();
+    for r in &ok {
+        *input_token_sources.entry(r.input_token_source).or_insert(0) += 1;
+    }
+    // lpct only from counted input tokens: a requested synthetic length is not a count.
     let (ftt, inp): (f64, f64) = ok
         .iter()
+        .filter(|r| {
+            !matches!(
+                r.input_token_source,
+                TokenSource::Requested | TokenSource::None
+            )
+        })
         .filter_map(|r| Some((r.first_token_ms?, r.input_tokens? as f64)))
         .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     let slo = &plan.checked.slo;
@@ -206,6 +217,7 @@ fn summarise(plan: &LlmPlan, run: Run<Generation>, rate: Option<f64>) -> LlmRun 
         lpct: (inp > 0.0).then(|| ftt / inp),
         goodput,
         token_sources,
+        input_token_sources,
         metrics,
         characters_per_token: (total_tokens > 0.0).then(|| total_chars / total_tokens),
         complete: !run.interrupted,
@@ -218,21 +230,13 @@ fn metrics(ok: &[&Record]) -> BTreeMap<String, Option<MindieStat>> {
     let per = |f: &dyn Fn(&Record) -> Option<f64>| -> Vec<f64> {
         ok.iter().filter_map(|r| f(r)).collect()
     };
-    let pooled: Vec<f64> = ok
-        .iter()
-        .flat_map(|r| r.decode_ms.iter().copied())
-        .collect();
-    let means = per(&|r| {
-        (!r.decode_ms.is_empty())
-            .then(|| r.decode_ms.iter().sum::<f64>() / r.decode_ms.len() as f64)
-    });
     let same = |v: Vec<f64>| mindie(&v, &v);
     let mut m = BTreeMap::new();
     let mut put = |k: &str, v: Option<MindieStat>| {
         m.insert(k.to_string(), v);
     };
     put("FirstTokenTime", same(per(&|r| r.first_token_ms)));
-    put("DecodeTime", mindie(&pooled, &means));
+    put("DecodeTime", pooled_with_means(ok, |r| &r.decode_ms));
     put(
         "LastDecodeTime",
         same(per(&|r| r.decode_ms.last().copied())),
@@ -256,7 +260,28 @@ fn metrics(ok: &[&Record]) -> BTreeMap<String, Option<MindieStat>> {
         "GeneratedCharacters",
         same(per(&|r| Some(r.generated_characters as f64))),
     );
+    put("Tokenizer", same(per(&|r| r.tokenizer_ms)));
+    put("Detokenizer", same(per(&|r| r.detokenizer_ms)));
+    put("PrefillBatchsize", same(per(&|r| r.prefill_batch_size)));
+    put(
+        "DecoderBatchsize",
+        pooled_with_means(ok, |r| &r.decode_batch_sizes),
+    );
+    put("QueueWaitTime", pooled_with_means(ok, |r| &r.queue_wait_us));
     m
+}
+
+/// MindIE's statistics of a per-token figure: pooled over all requests, SLO_P90 over each
+/// request's mean.
+fn pooled_with_means(ok: &[&Record], f: impl Fn(&Record) -> &Vec<f64>) -> Option<MindieStat> {
+    let pooled: Vec<f64> = ok.iter().flat_map(|r| f(r).iter().copied()).collect();
+    let means: Vec<f64> = ok
+        .iter()
+        .map(|r| f(r))
+        .filter(|v| !v.is_empty())
+        .map(|v| v.iter().sum::<f64>() / v.len() as f64)
+        .collect();
+    mindie(&pooled, &means)
 }
 
 /// One outcome as a record; token counts from the server, else the tokenizer, else events.
@@ -274,10 +299,16 @@ fn record(plan: &LlmPlan, o: Outcome<Generation>) -> Record {
         decode_ms: Vec::new(),
         generate_ms: ms(t.latency()),
         input_tokens: None,
+        input_token_source: TokenSource::None,
         generated_tokens: None,
         token_source: TokenSource::None,
         generated_characters: 0,
         token_events: 0,
+        tokenizer_ms: None,
+        detokenizer_ms: None,
+        prefill_batch_size: None,
+        decode_batch_sizes: Vec::new(),
+        queue_wait_us: Vec::new(),
     };
     let g = match o {
         Err(f) => return failed(r, f.kind, &f.message),
@@ -294,24 +325,52 @@ fn record(plan: &LlmPlan, o: Outcome<Generation>) -> Record {
         .collect();
     r.token_events = g.token_at.len() as u64;
     r.generated_characters = g.generated_characters;
-    r.input_tokens = g
-        .input_tokens
-        .or(plan.input_tokens[t.index % plan.input_tokens.len()]);
-    match (g.generated_tokens, &plan.tokenizer) {
-        (Some((n, source)), _) => (r.generated_tokens, r.token_source) = (Some(n), source),
-        (None, Some(tok)) if !g.text.is_empty() => match tok.encode(g.text.as_str(), false) {
-            Ok(e) => {
-                (r.generated_tokens, r.token_source) =
-                    (Some(e.len() as u64), TokenSource::Tokenizer)
-            }
-            Err(e) => {
-                return failed(
-                    r,
-                    FailureKind::Tokenizer,
-                    &format!("cannot encode the output: {e}"),
-                );
-            }
+    r.prefill_batch_size = g.prefill_batch_size;
+    r.decode_batch_sizes = g.decode_batch_sizes;
+    r.queue_wait_us = g.queue_wait_us;
+    let server_input = if plan.settings.api == crate::protocol::generate::Api::Tgi {
+        TokenSource::Details
+    } else {
+        TokenSource::Usage
+    };
+    let prompt = t.index % plan.prompts.len().max(1);
+    (r.input_tokens, r.input_token_source) = match g.input_tokens {
+        Some(n) => (Some(n), server_input),
+        None => match plan.input_tokens.get(prompt).copied().flatten() {
+            Some((n, s)) => (Some(n), s),
+            None => (None, TokenSource::None),
         },
+    };
+    // The client-side tokenizer timings (MindIE's Tokenizer and Detokenizer rows), taken
+    // here, after the run, so they never delay a request.
+    let mut output_ids = None;
+    if let Some(tok) = &plan.tokenizer {
+        if let Some(p) = plan.prompts.get(prompt) {
+            let t0 = Instant::now();
+            let e = tok.encode(p.as_str(), true);
+            r.tokenizer_ms = e.is_ok().then(|| ms(t0.elapsed()));
+        }
+        if !g.text.is_empty() {
+            match tok.encode(g.text.as_str(), false) {
+                Ok(e) => {
+                    let t0 = Instant::now();
+                    let d = tok.decode(e.get_ids(), true);
+                    r.detokenizer_ms = d.is_ok().then(|| ms(t0.elapsed()));
+                    output_ids = Some(e.len() as u64);
+                }
+                Err(e) => {
+                    return failed(
+                        r,
+                        FailureKind::Tokenizer,
+                        &format!("cannot encode the output: {e}"),
+                    );
+                }
+            }
+        }
+    }
+    match (g.generated_tokens, output_ids) {
+        (Some((n, source)), _) => (r.generated_tokens, r.token_source) = (Some(n), source),
+        (None, Some(n)) => (r.generated_tokens, r.token_source) = (Some(n), TokenSource::Tokenizer),
         _ => (r.generated_tokens, r.token_source) = (Some(r.token_events), TokenSource::Events),
     }
     r.ok = true;

@@ -13,7 +13,7 @@ use super::Error;
 use super::dataset::{self, Prompt, SyntheticConfig};
 use crate::load::client::Tls;
 use crate::load::settings::{self, Low, MAX_CONNECTIONS, MAX_SECONDS, Setting, SettingsError};
-use crate::report::schema::llm::{Api, GoodputMetric};
+use crate::report::schema::llm::{Api, GoodputMetric, TokenSource};
 use crate::report::schema::qps::Arrival;
 
 /// `max_output_len` (for JSONL prompts without max_tokens).
@@ -204,8 +204,10 @@ impl LlmSettings {
                 let counted = tokenizer
                     .as_ref()
                     .and_then(|t| t.encode(p.text.as_str(), true).ok())
-                    .map(|e| e.len() as u64);
-                counted.or(p.requested_input_tokens)
+                    .map(|e| (e.len() as u64, TokenSource::Tokenizer));
+                counted.or(p
+                    .requested_input_tokens
+                    .map(|n| (n, TokenSource::Requested)))
             })
             .collect();
         let bodies = prompts
@@ -218,6 +220,7 @@ impl LlmSettings {
             checked,
             bodies,
             input_tokens,
+            prompts: prompts.into_iter().map(|p| p.text).collect(),
             total,
             data_source,
             synthetic: synthetic.as_ref().map(|(c, _)| c.clone()),
@@ -302,8 +305,11 @@ pub struct LlmPlan {
     pub checked: Checked,
     /// One request body per prompt.
     pub bodies: Vec<Bytes>,
-    /// Each prompt's input tokens: the tokenizer's count, else the synthetic length.
-    pub input_tokens: Vec<Option<u64>>,
+    /// Each prompt's input tokens: the tokenizer's count, else the synthetic length asked
+    /// for, with which of the two it is.
+    pub input_tokens: Vec<Option<(u64, TokenSource)>>,
+    /// Each prompt's text (for the Tokenizer timing).
+    pub prompts: Vec<String>,
     /// Requests per run (prompts are reused in turn).
     pub total: usize,
     pub data_source: String,

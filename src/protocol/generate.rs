@@ -168,7 +168,44 @@ impl Api {
                     .to_string();
             }
         }
+        p.server = ServerStats::read(v);
         p
+    }
+}
+
+/// The scheduler figures a server may put in each streamed event (MindIE Server does in
+/// its text streaming mode; MindIE Benchmark reports them as PrefillBatchsize,
+/// DecoderBatchsize and QueueWaitTime). Read at the event's top level or under `details`:
+/// `prefill_batch_size`, `decode_batch_size` (also `decoder_batch_size`), `batch_size` (the
+/// batch the event's token was computed in: the prefill batch on a request's first token,
+/// a decode batch after), and `queue_wait_time` (μs). No real MindIE Server was at hand to
+/// confirm these names (docs/llm.md says so); other servers send none, and the rows are
+/// then "n/a: the server does not report it".
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct ServerStats {
+    pub prefill_batch_size: Option<f64>,
+    pub decode_batch_size: Option<f64>,
+    pub batch_size: Option<f64>,
+    /// μs.
+    pub queue_wait_us: Option<f64>,
+}
+
+impl ServerStats {
+    fn read(v: &Value) -> ServerStats {
+        let num = |keys: &[&str]| {
+            [Some(v), v.get("details")]
+                .into_iter()
+                .flatten()
+                .flat_map(|o| keys.iter().filter_map(move |k| o.get(*k)))
+                .find_map(|x| x.as_f64())
+                .filter(|x| x.is_finite() && *x >= 0.0)
+        };
+        ServerStats {
+            prefill_batch_size: num(&["prefill_batch_size"]),
+            decode_batch_size: num(&["decode_batch_size", "decoder_batch_size"]),
+            batch_size: num(&["batch_size"]),
+            queue_wait_us: num(&["queue_wait_time"]),
+        }
     }
 }
 
@@ -275,12 +312,31 @@ pub struct Piece {
     pub completion_tokens: Option<u64>,
     /// The token counts come from TGI's `details` (else from OpenAI's `usage`).
     pub from_details: bool,
+    /// Batch sizes and queue wait the server reported with this piece.
+    pub server: ServerStats,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn reads_the_servers_batch_and_queue_figures_where_it_puts_them() {
+        let p = Api::Triton.read(&json!({"text_output":"a","batch_size":4,"queue_wait_time":1500}));
+        assert_eq!(
+            (p.server.batch_size, p.server.queue_wait_us),
+            (Some(4.0), Some(1500.0))
+        );
+        let p = Api::Tgi.read(&json!({"token":{"text":"a"},"details":{"prefill_batch_size":2,"decoder_batch_size":8}}));
+        assert_eq!(
+            (p.server.prefill_batch_size, p.server.decode_batch_size),
+            (Some(2.0), Some(8.0))
+        );
+        let none = Api::Openai
+            .read(&json!({"choices":[{"text":"a"}],"batch_size":"x","queue_wait_time":-1}));
+        assert_eq!(none.server, ServerStats::default());
+    }
 
     #[test]
     fn reads_each_api() {

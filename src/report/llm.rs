@@ -72,7 +72,7 @@ pub fn write_text(o: &mut dyn Write, r: &LlmReport) -> std::io::Result<()> {
                 ]),
                 None => t.add_row(vec![
                     name.to_string(),
-                    "n/a: no sample".into(),
+                    format!("n/a: {}", super::schema::llm::why_missing(name)),
                     "".into(),
                     "".into(),
                     "".into(),
@@ -132,7 +132,13 @@ fn common_fields(r: &LlmReport, run: &LlmRun) -> Vec<(&'static str, String)> {
         ("Total", run.total.to_string()),
         ("Concurrency", run.concurrency.to_string()),
         ("ModelName", r.model.clone()),
-        ("lpct (ms)", opt(run.lpct, "no input token count")),
+        (
+            "lpct (ms)",
+            opt(
+                run.lpct,
+                "no counted input tokens (neither server usage nor a tokenizer; the requested synthetic lengths are not counts)",
+            ),
+        ),
         ("Throughput (req/s)", format!("{:.4}", run.throughput)),
         (
             "GenerateSpeed (token/s)",
@@ -150,16 +156,18 @@ fn common_fields(r: &LlmReport, run: &LlmRun) -> Vec<(&'static str, String)> {
             "CharactersPerToken",
             opt(run.characters_per_token, "no token"),
         ),
-        (
-            "token counts from",
-            run.token_sources
-                .iter()
-                .map(|(k, v)| format!("{k}: {v} requests"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
+        ("generated token counts from", sources(&run.token_sources)),
+        ("input token counts from", sources(&run.input_token_sources)),
         ("accuracy", "n/a: not measured (performance run)".into()),
     ]
+}
+
+/// `usage: 3 requests, tokenizer: 1 requests`.
+fn sources(m: &std::collections::BTreeMap<super::schema::llm::TokenSource, u64>) -> String {
+    m.iter()
+        .map(|(k, v)| format!("{k}: {v} requests"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The line noted after each run.
@@ -278,17 +286,22 @@ pub fn requests(run: &LlmRun, file: &str) -> Table {
             "generate_ms",
             "tpot_ms",
             "input_tokens",
+            "input_token_source",
             "generated_tokens",
             "token_source",
             "generated_characters",
+            "tokenizer_ms",
+            "detokenizer_ms",
+            "prefill_batch_size",
+            "decode_batch_size_mean",
+            "queue_wait_us_mean",
             "error",
         ],
     );
     let n = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
     let u = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
     for r in &run.records {
-        let mean = (!r.decode_ms.is_empty())
-            .then(|| r.decode_ms.iter().sum::<f64>() / r.decode_ms.len() as f64);
+        let mean = mean_of(&r.decode_ms);
         t.push(vec![
             r.index.to_string(),
             r.ok.to_string(),
@@ -301,13 +314,23 @@ pub fn requests(run: &LlmRun, file: &str) -> Table {
             format!("{:.6}", r.generate_ms),
             n(r.tpot_ms()),
             u(r.input_tokens),
+            r.input_token_source.to_string(),
             u(r.generated_tokens),
             r.token_source.to_string(),
             r.generated_characters.to_string(),
+            n(r.tokenizer_ms),
+            n(r.detokenizer_ms),
+            n(r.prefill_batch_size),
+            n(mean_of(&r.decode_batch_sizes)),
+            n(mean_of(&r.queue_wait_us)),
             r.error.clone().unwrap_or_default(),
         ]);
     }
     t
+}
+
+fn mean_of(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// The file-name suffix of run `k` when a report has several (`_rate-2`, `_run-1`).

@@ -2,8 +2,9 @@
 //! token after FIRST_MS, then one every GAP_MS, in the wire format of the API the request
 //! path names (OpenAI completions or chat, TGI, Triton generate). The model name selects
 //! faults: `error-mid`, `cut`, `drop`, `http-500`, `slow`; `huge-line` (an SSE line of
-//! HUGE_BYTES that never ends), `huge-error` (HTTP 500 with a HUGE_BYTES body); and `fast`
-//! (FAST_FIRST_MS, then FAST_GAP_MS).
+//! HUGE_BYTES that never ends), `huge-error` (HTTP 500 with a HUGE_BYTES body); `fast`
+//! (FAST_FIRST_MS, then FAST_GAP_MS); and `mindie-stats` (Triton events carrying MindIE
+//! Server's batch_size and queue_wait_time).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -145,6 +146,15 @@ fn handle(mut s: TcpStream) -> std::io::Result<()> {
             let last = k + 1 == n;
             json!({"token":{"id":k,"text":" tok","special":false},"generated_text": if last { json!("tok tok") } else { Value::Null },
                    "details": if last { json!({"finish_reason":"length","generated_tokens":n}) } else { Value::Null }})
+        } else if path.contains("/mindie-stats/") {
+            // MindIE Server's scheduler figures: prefill batch 2, decode batch 4, and a
+            // queue wait of 250 us on the first token.
+            let mut ev = json!({"model_name":"m","model_version":"1","text_output":" tok",
+                                "batch_size": if k == 0 { 2 } else { 4 }});
+            if k == 0 {
+                ev["queue_wait_time"] = json!(250);
+            }
+            ev
         } else {
             json!({"model_name":"m","model_version":"1","text_output":" tok"})
         };

@@ -73,9 +73,9 @@ mod nan_as_null {
     }
 }
 
-/// Where a request's generated-token count comes from.
+/// Where a request's input or generated token count comes from.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum TokenSource {
@@ -87,7 +87,10 @@ pub enum TokenSource {
     Tokenizer,
     /// The count of token-bearing events.
     Events,
+    /// The length the synthetic data asked for (input tokens only): not a measurement.
+    Requested,
     /// No count.
+    #[default]
     None,
 }
 
@@ -98,6 +101,7 @@ impl fmt::Display for TokenSource {
             TokenSource::Details => "details",
             TokenSource::Tokenizer => "tokenizer",
             TokenSource::Events => "events",
+            TokenSource::Requested => "requested",
             TokenSource::None => "none",
         })
     }
@@ -186,11 +190,29 @@ pub struct Record {
     pub decode_ms: Vec<f64>,
     pub generate_ms: f64,
     pub input_tokens: Option<u64>,
+    /// Where `input_tokens` comes from.
+    #[serde(default)]
+    pub input_token_source: TokenSource,
     pub generated_tokens: Option<u64>,
     pub token_source: TokenSource,
     pub generated_characters: u64,
     /// Token-bearing events received.
     pub token_events: u64,
+    /// The client tokenizer's encoding of the prompt, ms (with a tokenizer).
+    #[serde(default)]
+    pub tokenizer_ms: Option<f64>,
+    /// The client tokenizer's decoding of the generated token ids to text, ms.
+    #[serde(default)]
+    pub detokenizer_ms: Option<f64>,
+    /// The server's prefill batch size for this request, when it reports one.
+    #[serde(default)]
+    pub prefill_batch_size: Option<f64>,
+    /// The server's decode batch size at each later token, when it reports them.
+    #[serde(default)]
+    pub decode_batch_sizes: Vec<f64>,
+    /// The server's queue wait times reported with this request's events, μs.
+    #[serde(default)]
+    pub queue_wait_us: Vec<f64>,
 }
 
 impl Record {
@@ -231,11 +253,16 @@ pub struct LlmRun {
     /// Generated tokens of successful requests / TimeElapsed, token/s.
     pub generate_speed: Option<f64>,
     pub generate_speed_per_client: Option<f64>,
-    /// Σ FirstTokenTime / Σ InputTokens, ms per input token.
+    /// Σ FirstTokenTime / Σ InputTokens over the requests whose input tokens were counted
+    /// (server usage or tokenizer; never the requested synthetic length), ms per token.
     pub lpct: Option<f64>,
     /// Requests meeting every --slo bound / TimeElapsed, req/s.
     pub goodput: Option<f64>,
+    /// Where the generated-token counts of successful requests come from (requests each).
     pub token_sources: BTreeMap<TokenSource, u64>,
+    /// Where the input-token counts of successful requests come from (requests each).
+    #[serde(default)]
+    pub input_token_sources: BTreeMap<TokenSource, u64>,
     /// MindIE's metrics by name (FirstTokenTime, DecodeTime, ...; see [`DEFINITIONS`]).
     pub metrics: BTreeMap<String, Option<MindieStat>>,
     pub characters_per_token: Option<f64>,
@@ -275,7 +302,28 @@ pub const METRICS: &[(&str, &str)] = &[
     ("GeneratedTokens", "token"),
     ("GeneratedTokenSpeed", "token/s"),
     ("GeneratedCharacters", "char"),
+    ("Tokenizer", "ms"),
+    ("Detokenizer", "ms"),
+    ("PostProcessingTime", "ms"),
+    ("ForwardTime", "ms"),
+    ("PrefillBatchsize", "request"),
+    ("DecoderBatchsize", "request"),
+    ("QueueWaitTime", "us"),
 ];
+
+/// Why a metric of [`METRICS`] has no sample, when nothing was measured for it.
+pub fn why_missing(metric: &str) -> &'static str {
+    match metric {
+        "Tokenizer" | "Detokenizer" => "no tokenizer given (client-side timing needs one)",
+        "PostProcessingTime" | "ForwardTime" => {
+            "engine mode only (the model's forward and sampling are inside the server in client mode)"
+        }
+        "PrefillBatchsize" | "DecoderBatchsize" | "QueueWaitTime" => {
+            "the server does not report it"
+        }
+        _ => "no sample",
+    }
+}
 
 pub const DEFINITIONS: &[(&str, &str)] = &[
     (
@@ -298,7 +346,7 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
     ),
     (
         "InputTokens",
-        "prompt tokens: the server's usage when given, else the tokenizer's count, else the synthetic length asked for",
+        "prompt tokens: the server's usage when given, else the tokenizer's count, else the synthetic length asked for (source 'requested', not a measurement); each run lists the sources in input_token_sources",
     ),
     (
         "GeneratedTokens",
@@ -321,7 +369,30 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
         "GenerateSpeedPerClient",
         "GenerateSpeed / Concurrency, token/s",
     ),
-    ("lpct", "sum of FirstTokenTime / sum of InputTokens, ms"),
+    (
+        "Tokenizer",
+        "the client tokenizer's encoding of a request's prompt, timed after the run, ms",
+    ),
+    (
+        "Detokenizer",
+        "the client tokenizer's decoding of a response's token ids (its encoding of the generated text) back to text, timed after the run, ms",
+    ),
+    (
+        "PrefillBatchsize",
+        "the batch the server computed a request's first token in, as the server reports it (batch_size on the first token event, or prefill_batch_size)",
+    ),
+    (
+        "DecoderBatchsize",
+        "the batch the server computed each later token in, as the server reports it (batch_size after the first token event, or decode_batch_size); pooled over tokens",
+    ),
+    (
+        "QueueWaitTime",
+        "the server's queue_wait_time in its events, us; pooled over the events that carry it",
+    ),
+    (
+        "lpct",
+        "sum of FirstTokenTime / sum of InputTokens over requests whose input tokens were counted (server usage or tokenizer), ms; n/a when only the requested synthetic lengths are known",
+    ),
     (
         "goodput",
         "requests meeting every SLO bound / TimeElapsed, req/s",
