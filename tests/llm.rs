@@ -712,3 +712,188 @@ fn server_side_batch_and_queue_figures_are_reported() {
         assert!(v["runs"][0]["metrics"][m].is_null(), "{m}");
     }
 }
+
+fn fixture(p: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/llm")
+        .join(p)
+        .display()
+        .to_string()
+}
+
+/// Accuracy mode on the GSM8K sample: a server whose answers are right for known items
+/// (in the forms models write them: `#### N`, "The answer is N", "$1,195.") and wrong for
+/// the others gets exactly the share it earned, and each record says what was read.
+#[test]
+fn gsm8k_accuracy_scores_a_servers_known_answers_exactly() {
+    let path = fixture("gsm8k_sample.jsonl");
+    let items: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(items.len(), 6);
+    // Right: items 0 (####), 2 ("$1,195."), 5 ("The answer is 42"); wrong: 1, 3, 4.
+    let said = [
+        "12 + 7 = 19 transformers.\n#### 19",
+        "45 * 6 = 260.\n#### 260",
+        "1,500 - 305 leaves $1,195.",
+        "Each gets 96 / 8 = 11.",
+        "I cannot tell.",
+        "3 rows of 14, so the answer is 42 turbines.",
+    ];
+    let replies = items
+        .iter()
+        .zip(said)
+        .map(|(i, a)| (i["question"].as_str().unwrap().to_string(), a.to_string()))
+        .collect();
+    let url = common::sse_server::oracle_server(replies);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (code, v, err) = llm(&[
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--dataset-type",
+        "gsm8k",
+        "--dataset",
+        &path,
+        "--test-accuracy",
+        "--concurrency",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run = &v["runs"][0];
+    let a = &run["accuracy"];
+    assert_eq!(
+        (a["correct"].as_u64(), a["n"].as_u64()),
+        (Some(3), Some(6)),
+        "{a}"
+    );
+    assert_eq!(a["accuracy"].as_f64(), Some(0.5));
+    let mut got: Vec<(u64, String, bool)> = run["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["index"].as_u64().unwrap(),
+                r["answer"].as_str().unwrap_or("-").to_string(),
+                r["correct"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want: Vec<(u64, String, bool)> = [
+        ("19", true),
+        ("260", false),
+        ("1195", true),
+        ("11", false),
+        ("-", false),
+        ("42", true),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(k, (a, c))| (k as u64, a.to_string(), *c))
+    .collect();
+    assert_eq!(got, want);
+    let common = std::fs::read_to_string(out.join("result_common.csv")).unwrap();
+    let mut rows = common.lines();
+    let head: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let col = head.iter().position(|h| *h == "accuracy").unwrap();
+    let row = rows.next().unwrap();
+    assert_eq!(row.rsplit(',').next(), Some("0.5"), "{row}");
+    assert_eq!(col, head.len() - 1);
+    // Accuracy mode needs answers: a JSONL prompt file or synthetic data is refused.
+    let (code, _, err) =
+        common::acceval(&["llm", "--url", &url, "--model", "m", "--test-accuracy"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--test-accuracy") && err.contains("GSM8K and MMLU datasets only"),
+        "{err}"
+    );
+}
+
+/// Accuracy mode on the MMLU sample: 5-shot prompts from the dev split (the server sees the
+/// five dev questions with their answers before each test question), letters scored.
+#[test]
+fn mmlu_accuracy_builds_five_shot_prompts_and_scores_letters() {
+    let dir = fixture("mmlu_sample");
+    // The test questions in subject order (arithmetic, then electric_power), with what the
+    // server says: right for 4 of 6.
+    let key = [
+        ("What is 6 + 6?", " C", true),
+        ("What is 9 - 3?", " B", false),
+        ("What is the unit of electric charge?", " A", true),
+        (
+            "Which component stores energy in an electric field?",
+            " (B) a capacitor",
+            true,
+        ),
+        (
+            "A 2 kW heater runs for 3 hours. How much energy does it use?",
+            " D",
+            false,
+        ),
+        (
+            "Which protects a circuit by melting when the current is too high?",
+            " The answer is D.",
+            true,
+        ),
+    ];
+    let mut replies: Vec<(String, String)> = key
+        .iter()
+        .map(|(q, a, _)| (q.to_string(), a.to_string()))
+        .collect();
+    // A dev question on its own (never asked alone) would answer "A": the server must see
+    // the test question last for the key to hold.
+    replies.push(("What is 2 + 3?".into(), " A".into()));
+    let url = common::sse_server::oracle_server(replies);
+    let (code, v, err) = llm(&[
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--dataset-type",
+        "mmlu",
+        "--dataset",
+        &dir,
+        "--test-accuracy",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run = &v["runs"][0];
+    assert_eq!(run["accuracy"]["correct"], 4, "{}", run["accuracy"]);
+    assert_eq!(run["accuracy"]["n"], 6);
+    let mut recs: Vec<&Value> = run["records"].as_array().unwrap().iter().collect();
+    recs.sort_by_key(|r| r["index"].as_u64());
+    for (r, (q, _, right)) in recs.iter().zip(key) {
+        assert_eq!(r["correct"].as_bool(), Some(right), "{q}: {r}");
+    }
+    // A dev split with fewer than five rows is refused, naming the file.
+    let tmp = tempfile::tempdir().unwrap();
+    for d in ["dev", "test"] {
+        std::fs::create_dir_all(tmp.path().join(d)).unwrap();
+    }
+    std::fs::write(tmp.path().join("test/x_test.csv"), "q,1,2,3,4,A\n").unwrap();
+    std::fs::write(tmp.path().join("dev/x_dev.csv"), "q,1,2,3,4,A\n").unwrap();
+    let (code, _, err) = common::acceval(&[
+        "llm",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--dataset-type",
+        "mmlu",
+        "--dataset",
+        tmp.path().to_str().unwrap(),
+        "--test-accuracy",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("x_dev.csv") && err.contains("5-shot prompts need 5"),
+        "{err}"
+    );
+}

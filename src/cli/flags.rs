@@ -39,6 +39,7 @@ impl Flag for crate::load::Setting {
             SamplingParams => "--sampling-params",
             Tokenizer => "--tokenizer",
             Dataset => "--dataset",
+            TestAccuracy => "--test-accuracy",
             SyntheticConfig => "--synthetic-config",
             InputFile => "--input-file",
             CaCert => "--cacert",

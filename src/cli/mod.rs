@@ -984,9 +984,20 @@ pub struct LlmArgs {
     #[arg(long)]
     pub no_stream: bool,
     /// `synthetic` (MindIE's synthetic data: --synthetic-config, or without it MindIE's
-    /// sample configuration) or a JSONL file of {"prompt", "max_tokens"}.
+    /// sample configuration), a JSONL file of {"prompt", "max_tokens"}, or with
+    /// --dataset-type a GSM8K file or an MMLU directory.
     #[arg(long, default_value = "synthetic")]
     pub dataset: String,
+    /// What --dataset is: `gsm8k` (JSONL of {"question", "answer" ending '#### N'}) or `mmlu`
+    /// (a directory of test/SUBJECT_test.csv and dev/SUBJECT_dev.csv, 5-shot) [default:
+    /// synthetic or jsonl, from --dataset].
+    #[arg(long, value_parser = ["synthetic", "jsonl", "gsm8k", "mmlu"], value_name = "TYPE")]
+    pub dataset_type: Option<String>,
+    /// Accuracy mode (MindIE's --TestAccuracy): score every answer of a gsm8k or mmlu
+    /// dataset; the accuracy goes in result_common.csv. Use greedy sampling, e.g.
+    /// --sampling-params '{"temperature": 0}'.
+    #[arg(long)]
+    pub test_accuracy: bool,
     /// MindIE's synthetic_config.json: Input/Output length distributions, RequestCount
     /// [default: MindIE's sample: input uniform 1..200, output gaussian mean 100 var 200
     /// clipped to 1..100, 100 requests].

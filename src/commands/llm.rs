@@ -16,12 +16,30 @@ pub fn settings(a: &LlmArgs) -> anyhow::Result<LlmSettings> {
         "--warmup",
         "warm-up requests are --warmup-requests N (`bench --warmup-runs` counts runs, `qps --warmup-s` seconds)",
     )?;
-    let dataset = match (a.dataset.as_str(), &a.synthetic_config) {
-        ("synthetic", c) => Dataset::Synthetic(c.clone()),
-        (path, None) => Dataset::Jsonl(PathBuf::from(path)),
-        (path, Some(_)) => bail!(
-            "--synthetic-config applies to --dataset synthetic, not to the JSONL file '{path}'"
+    let kind = a
+        .dataset_type
+        .as_deref()
+        .unwrap_or(match a.dataset.as_str() {
+            "synthetic" => "synthetic",
+            _ => "jsonl",
+        });
+    let path = PathBuf::from(&a.dataset);
+    let dataset = match (kind, &a.synthetic_config) {
+        ("synthetic", c) if a.dataset == "synthetic" => Dataset::Synthetic(c.clone()),
+        ("synthetic", _) => bail!(
+            "--dataset-type synthetic takes --dataset synthetic (the lengths come from --synthetic-config), not '{}'",
+            a.dataset
         ),
+        (_, Some(_)) => bail!(
+            "--synthetic-config applies to --dataset synthetic, not to the {kind} dataset '{}'",
+            a.dataset
+        ),
+        (_, None) if a.dataset == "synthetic" => {
+            bail!("--dataset-type {kind} needs --dataset PATH (the lab's {kind} file or directory)")
+        }
+        ("gsm8k", None) => Dataset::Gsm8k(path),
+        ("mmlu", None) => Dataset::Mmlu(path),
+        (_, None) => Dataset::Jsonl(path),
     };
     Ok(LlmSettings {
         url: a.url.clone(),
@@ -32,6 +50,7 @@ pub fn settings(a: &LlmArgs) -> anyhow::Result<LlmSettings> {
         request_count: a.request_count,
         tokenizer: a.tokenizer.clone(),
         max_output_len: a.max_output_len,
+        test_accuracy: a.test_accuracy,
         concurrency: a.concurrency,
         request_rate: a.request_rate.clone(),
         distribution: a.distribution,

@@ -3,6 +3,7 @@
 //! driver of `load::driver`. [`LlmSettings`] is what a caller fills (the CLI, `grade`),
 //! [`LlmSettings::plan`] checks it and reads the data, [`measure`] runs the plan.
 
+pub mod accuracy;
 pub mod dataset;
 pub mod generate;
 pub mod run;

@@ -61,7 +61,7 @@ pub fn measure(
             s.stream,
             plan.bodies.clone(),
             caps,
-            plan.tokenizer.is_some(),
+            plan.tokenizer.is_some() || !plan.answers.is_empty(),
         );
         let d = Driver::new(
             client,
@@ -220,9 +220,32 @@ fn summarise(plan: &LlmPlan, run: Run<Generation>, rate: Option<f64>) -> LlmRun 
         input_token_sources,
         metrics,
         characters_per_token: (total_tokens > 0.0).then(|| total_chars / total_tokens),
+        accuracy: accuracy(plan, &records),
         complete: !run.interrupted,
         records,
     }
+}
+
+/// Accuracy mode's score over every request of the run (a failed one is wrong).
+fn accuracy(plan: &LlmPlan, records: &[Record]) -> Option<schema::AccuracyResult> {
+    if plan.answers.is_empty() {
+        return None;
+    }
+    let correct = records.iter().filter(|r| r.correct == Some(true)).count();
+    let n = records.len();
+    let rule = match plan.settings.dataset {
+        super::Dataset::Mmlu(_) => {
+            "MMLU 5-shot: the letter the output chooses equals the answer letter"
+        }
+        _ => "GSM8K: the output's final number equals the number after '####' in the answer",
+    };
+    Some(schema::AccuracyResult {
+        dataset: plan.settings.dataset.kind().to_string(),
+        correct,
+        n,
+        accuracy: super::accuracy::summary(correct, n)?,
+        rule: rule.to_string(),
+    })
 }
 
 /// MindIE's statistics of each metric over the successful requests.
@@ -309,6 +332,8 @@ fn record(plan: &LlmPlan, o: Outcome<Generation>) -> Record {
         prefill_batch_size: None,
         decode_batch_sizes: Vec::new(),
         queue_wait_us: Vec::new(),
+        answer: None,
+        correct: None,
     };
     let g = match o {
         Err(f) => return failed(r, f.kind, &f.message),
@@ -372,6 +397,10 @@ fn record(plan: &LlmPlan, o: Outcome<Generation>) -> Record {
         (Some((n, source)), _) => (r.generated_tokens, r.token_source) = (Some(n), source),
         (None, Some(n)) => (r.generated_tokens, r.token_source) = (Some(n), TokenSource::Tokenizer),
         _ => (r.generated_tokens, r.token_source) = (Some(r.token_events), TokenSource::Events),
+    }
+    if let Some(right) = plan.answers.get(prompt) {
+        let (answer, ok) = right.score(&g.text);
+        (r.answer, r.correct) = (answer, Some(ok));
     }
     r.ok = true;
     r

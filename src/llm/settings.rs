@@ -10,6 +10,7 @@ use hyper::body::Bytes;
 use serde_json::{Map, Value};
 
 use super::Error;
+use super::accuracy;
 use super::dataset::{self, Prompt, SyntheticConfig};
 use crate::load::client::Tls;
 use crate::load::settings::{self, Low, MAX_CONNECTIONS, MAX_SECONDS, Setting, SettingsError};
@@ -44,6 +45,22 @@ pub enum Dataset {
     Synthetic(Option<PathBuf>),
     /// A JSONL file of `{"prompt", "max_tokens"}`.
     Jsonl(PathBuf),
+    /// GSM8K: a JSONL file of `{"question", "answer"}` (see `llm::accuracy`).
+    Gsm8k(PathBuf),
+    /// MMLU: a directory of `test/*_test.csv` and `dev/*_dev.csv` (5-shot).
+    Mmlu(PathBuf),
+}
+
+impl Dataset {
+    /// The dataset's kind, as `--dataset-type` names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Dataset::Synthetic(_) => "synthetic",
+            Dataset::Jsonl(_) => "jsonl",
+            Dataset::Gsm8k(_) => "gsm8k",
+            Dataset::Mmlu(_) => "mmlu",
+        }
+    }
 }
 
 /// An LLM serving benchmark as a caller gives it (unchecked).
@@ -59,6 +76,8 @@ pub struct LlmSettings {
     /// A Hugging Face tokenizer.json for token counts without the server's usage.
     pub tokenizer: Option<PathBuf>,
     pub max_output_len: u64,
+    /// Accuracy mode: score each answer (GSM8K and MMLU datasets only).
+    pub test_accuracy: bool,
     pub concurrency: usize,
     /// Open-loop rates, one run each; empty = one closed-loop run at `concurrency`.
     pub request_rate: Vec<f64>,
@@ -89,6 +108,7 @@ impl LlmSettings {
             request_count: None,
             tokenizer: None,
             max_output_len: DEFAULT_MAX_OUTPUT_LEN,
+            test_accuracy: false,
             concurrency: DEFAULT_CONCURRENCY,
             request_rate: Vec::new(),
             distribution: Arrival::Poisson,
@@ -154,6 +174,15 @@ impl LlmSettings {
             MAX_CONNECTIONS,
             "connections",
         )?;
+        if self.test_accuracy && !matches!(self.dataset, Dataset::Gsm8k(_) | Dataset::Mmlu(_)) {
+            return Err(SettingsError::says(
+                Setting::TestAccuracy,
+                format!(
+                    "scores GSM8K and MMLU datasets only, not {} prompts (their answers are unknown)",
+                    self.dataset.kind()
+                ),
+            ));
+        }
         let (base, uri) = settings::address(&self.url, &self.api.path(&self.model, self.stream))?;
         Ok(Checked {
             base,
@@ -174,6 +203,7 @@ impl LlmSettings {
     /// Checks everything, reads the dataset and the tokenizer, and builds the requests.
     pub fn plan(&self) -> Result<LlmPlan, Error> {
         let checked = self.check()?;
+        let mut answers = Vec::new();
         let (prompts, data_source, synthetic) = match &self.dataset {
             Dataset::Synthetic(Some(p)) => {
                 let c = dataset::read_synthetic(p)?;
@@ -196,6 +226,26 @@ impl LlmSettings {
                 p.display().to_string(),
                 None,
             ),
+            Dataset::Gsm8k(p) | Dataset::Mmlu(p) => {
+                let items = if let Dataset::Gsm8k(_) = self.dataset {
+                    accuracy::gsm8k(p, self.max_output_len)?
+                } else {
+                    accuracy::mmlu(p, self.max_output_len)?
+                };
+                let (prompts, right): (Vec<Prompt>, Vec<accuracy::Answer>) =
+                    items.into_iter().map(|i| (i.prompt, i.answer)).unzip();
+                answers = right;
+                (
+                    prompts,
+                    format!("{}: {}", self.dataset.kind(), p.display()),
+                    None,
+                )
+            }
+        };
+        let answers = if self.test_accuracy {
+            answers
+        } else {
+            Vec::new()
         };
         let tokenizer = self.tokenizer.as_ref().map(load_tokenizer).transpose()?;
         let input_tokens = prompts
@@ -221,6 +271,7 @@ impl LlmSettings {
             bodies,
             input_tokens,
             prompts: prompts.into_iter().map(|p| p.text).collect(),
+            answers,
             total,
             data_source,
             synthetic: synthetic.as_ref().map(|(c, _)| c.clone()),
@@ -310,6 +361,8 @@ pub struct LlmPlan {
     pub input_tokens: Vec<Option<(u64, TokenSource)>>,
     /// Each prompt's text (for the Tokenizer timing).
     pub prompts: Vec<String>,
+    /// Each prompt's right answer (accuracy mode; empty otherwise).
+    pub answers: Vec<accuracy::Answer>,
     /// Requests per run (prompts are reused in turn).
     pub total: usize,
     pub data_source: String,

@@ -37,8 +37,10 @@ pub enum Setting {
     MaxEventBytes,
     SamplingParams,
     Tokenizer,
-    /// A JSONL prompt file.
+    /// A JSONL prompt file, a GSM8K file or an MMLU directory.
     Dataset,
+    /// Accuracy mode (`LlmSettings::test_accuracy`).
+    TestAccuracy,
     /// A MindIE synthetic_config.json.
     SyntheticConfig,
     /// A request body file (`Inputs::input_file`).
@@ -74,6 +76,7 @@ impl Setting {
             Setting::SamplingParams => "sampling_params",
             Setting::Tokenizer => "tokenizer",
             Setting::Dataset => "dataset",
+            Setting::TestAccuracy => "test_accuracy",
             Setting::SyntheticConfig => "synthetic_config",
             Setting::InputFile => "input_file",
             Setting::CaCert => "cacert",

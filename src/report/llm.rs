@@ -158,7 +158,16 @@ fn common_fields(r: &LlmReport, run: &LlmRun) -> Vec<(&'static str, String)> {
         ),
         ("generated token counts from", sources(&run.token_sources)),
         ("input token counts from", sources(&run.input_token_sources)),
-        ("accuracy", "n/a: not measured (performance run)".into()),
+        (
+            "accuracy",
+            match &run.accuracy {
+                Some(a) => format!(
+                    "{:.4} ({} of {} right, {}; {})",
+                    a.accuracy, a.correct, a.n, a.dataset, a.rule
+                ),
+                None => "n/a: not measured (performance run; --test-accuracy scores gsm8k and mmlu datasets)".into(),
+            },
+        ),
     ]
 }
 
@@ -259,7 +268,7 @@ pub fn common(r: &LlmReport) -> Table {
             n(run.generate_speed_per_client),
             n(run.goodput),
             n(run.characters_per_token),
-            String::new(),
+            n(run.accuracy.as_ref().map(|a| a.accuracy)),
         ]);
     }
     t
@@ -295,6 +304,8 @@ pub fn requests(run: &LlmRun, file: &str) -> Table {
             "prefill_batch_size",
             "decode_batch_size_mean",
             "queue_wait_us_mean",
+            "answer",
+            "correct",
             "error",
         ],
     );
@@ -323,6 +334,8 @@ pub fn requests(run: &LlmRun, file: &str) -> Table {
             n(r.prefill_batch_size),
             n(mean_of(&r.decode_batch_sizes)),
             n(mean_of(&r.queue_wait_us)),
+            r.answer.clone().unwrap_or_default(),
+            r.correct.map(|c| c.to_string()).unwrap_or_default(),
             r.error.clone().unwrap_or_default(),
         ]);
     }

@@ -43,7 +43,8 @@ fn chunk(s: &mut TcpStream, data: &str) -> std::io::Result<()> {
     s.flush()
 }
 
-fn handle(mut s: TcpStream) -> std::io::Result<()> {
+/// Reads one request: its path and its JSON body (Null when not JSON).
+fn read_request(s: &TcpStream) -> std::io::Result<(String, Value)> {
     let mut r = BufReader::new(s.try_clone()?);
     let mut line = String::new();
     r.read_line(&mut line)?;
@@ -61,7 +62,11 @@ fn handle(mut s: TcpStream) -> std::io::Result<()> {
     }
     let mut body = vec![0; len];
     r.read_exact(&mut body)?;
-    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    Ok((path, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+}
+
+fn handle(mut s: TcpStream) -> std::io::Result<()> {
+    let (path, req) = read_request(&s)?;
     let model = req["model"].as_str().unwrap_or("");
     let prompt = req["prompt"]
         .as_str()
@@ -185,4 +190,55 @@ pub fn server() -> String {
         }
     });
     format!("http://{addr}")
+}
+
+/// An OpenAI completions server that answers from a key: of the `replies` whose question
+/// occurs in the prompt, the one occurring last (a few-shot prompt quotes other questions
+/// first) gives the reply, streamed a word per event; a prompt matching none gets "unknown".
+pub fn oracle_server(replies: Vec<(String, String)>) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let replies = std::sync::Arc::new(replies);
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            let replies = std::sync::Arc::clone(&replies);
+            std::thread::spawn(move || {
+                let _ = oracle(c, &replies);
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn oracle(mut s: TcpStream, replies: &[(String, String)]) -> std::io::Result<()> {
+    let (_, req) = read_request(&s)?;
+    let prompt = req["prompt"].as_str().unwrap_or("");
+    let reply = replies
+        .iter()
+        .filter_map(|(q, a)| prompt.rfind(q.as_str()).map(|at| (at, a)))
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, a)| a.as_str())
+        .unwrap_or("unknown");
+    write!(
+        s,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )?;
+    let words: Vec<&str> = reply.split_inclusive(' ').collect();
+    for w in &words {
+        chunk(
+            &mut s,
+            &json!({"choices":[{"index":0,"text":w,"finish_reason":null}]}).to_string(),
+        )?;
+    }
+    chunk(
+        &mut s,
+        &json!({"choices":[{"index":0,"text":"","finish_reason":"stop"}]}).to_string(),
+    )?;
+    chunk(
+        &mut s,
+        &json!({"choices":[],"usage":{"prompt_tokens":prompt.split_whitespace().count(),"completion_tokens":words.len()}}).to_string(),
+    )?;
+    chunk(&mut s, "[DONE]")?;
+    write!(s, "0\r\n\r\n")?;
+    s.flush()
 }

@@ -213,6 +213,28 @@ pub struct Record {
     /// The server's queue wait times reported with this request's events, μs.
     #[serde(default)]
     pub queue_wait_us: Vec<f64>,
+    /// Accuracy mode: the answer read from the output (normalised; None when none is found).
+    #[serde(default)]
+    pub answer: Option<String>,
+    /// Accuracy mode: whether `answer` is right (None for a failed request, which counts as
+    /// wrong).
+    #[serde(default)]
+    pub correct: Option<bool>,
+}
+
+/// Accuracy mode's result (MindIE's `accuracy` of result_common.csv).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AccuracyResult {
+    /// `gsm8k` or `mmlu`.
+    pub dataset: String,
+    /// Requests answered right.
+    pub correct: usize,
+    /// Requests scored; a failed request counts as wrong.
+    pub n: usize,
+    /// correct / n.
+    pub accuracy: f64,
+    /// How an answer is read and compared.
+    pub rule: String,
 }
 
 impl Record {
@@ -266,6 +288,9 @@ pub struct LlmRun {
     /// MindIE's metrics by name (FirstTokenTime, DecodeTime, ...; see [`DEFINITIONS`]).
     pub metrics: BTreeMap<String, Option<MindieStat>>,
     pub characters_per_token: Option<f64>,
+    /// Accuracy mode's score (None in a performance run).
+    #[serde(default)]
+    pub accuracy: Option<AccuracyResult>,
     pub complete: bool,
     pub records: Vec<Record>,
 }
