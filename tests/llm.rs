@@ -897,3 +897,172 @@ fn mmlu_accuracy_builds_five_shot_prompts_and_scores_letters() {
         "{err}"
     );
 }
+
+/// A tiny random-weight llama GGUF (Q8_0 matrices, written with candle's own GGUF writer)
+/// and a word-level tokenizer.json over its 64-token vocabulary ("A" is token 1).
+fn tiny_gguf(dir: &Path) -> (String, String) {
+    use candle_core::quantized::{GgmlDType, QTensor, gguf_file};
+    use candle_core::{Device, Tensor};
+    let (vocab, embd, heads, layers, ff, ctx) = (64usize, 32usize, 4u32, 2u32, 64usize, 256u32);
+    let mut tensors: Vec<(String, QTensor)> = Vec::new();
+    let mut add = |name: String, shape: &[usize], q: bool| {
+        let t = Tensor::randn(0f32, 0.5, shape, &Device::Cpu).unwrap();
+        let t = if q { t } else { t.abs().unwrap() };
+        let dt = if q { GgmlDType::Q8_0 } else { GgmlDType::F32 };
+        tensors.push((name, QTensor::quantize(&t, dt).unwrap()));
+    };
+    add("token_embd.weight".into(), &[vocab, embd], true);
+    add("output_norm.weight".into(), &[embd], false);
+    add("output.weight".into(), &[vocab, embd], true);
+    for l in 0..layers {
+        let p = format!("blk.{l}");
+        for w in ["attn_q", "attn_k", "attn_v", "attn_output"] {
+            add(format!("{p}.{w}.weight"), &[embd, embd], true);
+        }
+        add(format!("{p}.ffn_gate.weight"), &[ff, embd], true);
+        add(format!("{p}.ffn_up.weight"), &[ff, embd], true);
+        add(format!("{p}.ffn_down.weight"), &[embd, ff], true);
+        add(format!("{p}.attn_norm.weight"), &[embd], false);
+        add(format!("{p}.ffn_norm.weight"), &[embd], false);
+    }
+    use gguf_file::Value as V;
+    let md = [
+        ("general.architecture", V::String("llama".into())),
+        ("llama.attention.head_count", V::U32(heads)),
+        ("llama.attention.head_count_kv", V::U32(heads)),
+        ("llama.block_count", V::U32(layers)),
+        ("llama.embedding_length", V::U32(embd as u32)),
+        ("llama.rope.dimension_count", V::U32(embd as u32 / heads)),
+        ("llama.attention.layer_norm_rms_epsilon", V::F32(1e-5)),
+        ("llama.context_length", V::U32(ctx)),
+        ("llama.feed_forward_length", V::U32(ff as u32)),
+        ("tokenizer.ggml.eos_token_id", V::U32(2)),
+    ];
+    let path = dir.join("tiny.gguf");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let md_refs: Vec<(&str, &V)> = md.iter().map(|(k, v)| (*k, v)).collect();
+    let t_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, t)| (k.as_str(), t)).collect();
+    gguf_file::write(&mut f, &md_refs, &t_refs).unwrap();
+    let mut words = serde_json::Map::new();
+    words.insert("[UNK]".into(), json!(0));
+    words.insert("A".into(), json!(1));
+    for i in 2..vocab {
+        words.insert(format!("w{i}"), json!(i));
+    }
+    let tok = dir.join("tokenizer.json");
+    std::fs::write(
+        &tok,
+        json!({"version":"1.0","truncation":null,"padding":null,"added_tokens":[],"normalizer":null,
+               "pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,
+               "model":{"type":"WordLevel","vocab":words,"unk_token":"[UNK]"}})
+        .to_string(),
+    )
+    .unwrap();
+    (path.display().to_string(), tok.display().to_string())
+}
+
+/// Engine mode on a tiny GGUF: every engine-only row is there, and the figures add up:
+/// each request's GenerateTime is its forwards and post-processing plus at most 10 % (or
+/// 1 ms) of the loop's own bookkeeping; its FirstTokenTime plus its DecodeTimes reach its
+/// last token.
+#[test]
+fn engine_mode_on_a_tiny_gguf_reports_every_engine_row_and_adds_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gguf, tok) = tiny_gguf(dir.path());
+    let cfg = synthetic(dir.path(), 6, 8, 4);
+    let (code, v, err) = common::acceval(&[
+        "llm",
+        "--engine",
+        "candle",
+        "--model",
+        &gguf,
+        "--tokenizer",
+        &tok,
+        "--synthetic-config",
+        &cfg,
+        "--concurrency",
+        "2",
+        "--warmup-requests",
+        "1",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&v).unwrap_or(Value::Null);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        v["engine"].as_str().unwrap().contains("no batching"),
+        "{}",
+        v["engine"]
+    );
+    let run = &v["runs"][0];
+    assert_eq!(run["returned"], 4);
+    assert_eq!(stat(run, "GeneratedTokens", "average"), 8.0);
+    assert_eq!(stat(run, "InputTokens", "average"), 6.0);
+    assert_eq!(run["token_sources"]["engine"], 4);
+    assert_eq!(stat(run, "ForwardTime", "N"), 32.0);
+    assert_eq!(stat(run, "PostProcessingTime", "N"), 32.0);
+    assert_eq!(stat(run, "DecodeTime", "N"), 28.0);
+    assert_eq!(stat(run, "Tokenizer", "N"), 4.0);
+    assert_eq!(stat(run, "Detokenizer", "N"), 4.0);
+    assert_eq!(stat(run, "PrefillBatchsize", "max"), 1.0);
+    assert_eq!(stat(run, "DecoderBatchsize", "N"), 28.0);
+    assert!(run["metrics"]["QueueWaitTime"].is_null());
+    for r in run["records"].as_array().unwrap() {
+        let sum = |k: &str| -> f64 {
+            r[k].as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .sum()
+        };
+        let stages = sum("forward_ms") + sum("post_processing_ms");
+        let g = r["generate_ms"].as_f64().unwrap();
+        assert!(
+            stages <= g + 1e-6 && g - stages <= (0.1 * g).max(1.0),
+            "GenerateTime {g} ms against Σ stages {stages} ms: {r}"
+        );
+        let last = r["first_token_ms"].as_f64().unwrap() + sum("decode_ms");
+        assert!(
+            last <= g + 1e-6 && g - last <= (0.1 * g).max(1.0),
+            "last token at {last}, GenerateTime {g}"
+        );
+        let f0 =
+            r["forward_ms"][0].as_f64().unwrap() + r["post_processing_ms"][0].as_f64().unwrap();
+        assert!(r["first_token_ms"].as_f64().unwrap() >= f0 - 1e-6);
+    }
+    // Bad input: not a GGUF; no tokenizer; request rates (client mode only).
+    let (code, _, err) = common::acceval(&[
+        "llm",
+        "--engine",
+        "candle",
+        "--model",
+        &cfg,
+        "--tokenizer",
+        &tok,
+        "--synthetic-config",
+        &cfg,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a GGUF file"), "{err}");
+    let (code, _, err) = common::acceval(&["llm", "--engine", "candle", "--model", &gguf]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--tokenizer") && err.contains("engine mode"),
+        "{err}"
+    );
+    let (code, _, err) = common::acceval(&[
+        "llm",
+        "--engine",
+        "candle",
+        "--model",
+        &gguf,
+        "--tokenizer",
+        &tok,
+        "--request-rate",
+        "2",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--request-rate") && err.contains("client mode only"),
+        "{err}"
+    );
+}

@@ -972,12 +972,17 @@ pub struct QpsArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct LlmArgs {
-    /// The server, e.g. http://127.0.0.1:8080.
-    #[arg(long)]
-    pub url: String,
-    /// The model name the server knows.
+    /// The server, e.g. http://127.0.0.1:8080 (client mode).
+    #[arg(long, required_unless_present = "engine")]
+    pub url: Option<String>,
+    /// The model name the server knows; in engine mode, the GGUF file.
     #[arg(long)]
     pub model: String,
+    /// Engine mode (MindIE's engine mode): run the model in this process instead of calling
+    /// a server. `candle`: candle's quantized llama family from the GGUF --model, on the CPU;
+    /// needs --tokenizer (the model's tokenizer.json).
+    #[arg(long, value_enum, conflicts_with = "url")]
+    pub engine: Option<crate::llm::Engine>,
     #[arg(long, value_enum, default_value_t = crate::protocol::generate::Api::Openai)]
     pub api: crate::protocol::generate::Api,
     /// Send non-streaming requests (FirstTokenTime is then the whole response time).

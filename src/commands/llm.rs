@@ -42,8 +42,9 @@ pub fn settings(a: &LlmArgs) -> anyhow::Result<LlmSettings> {
         (_, None) => Dataset::Jsonl(path),
     };
     Ok(LlmSettings {
-        url: a.url.clone(),
+        url: a.url.clone().unwrap_or_default(),
         model: a.model.clone(),
+        engine: a.engine,
         api: a.api,
         stream: !a.no_stream,
         dataset,

@@ -5,13 +5,14 @@
 
 pub mod accuracy;
 pub mod dataset;
+pub mod engine;
 pub mod generate;
 pub mod run;
 pub mod settings;
 pub mod stats;
 
 pub use run::measure;
-pub use settings::{Dataset, LlmPlan, LlmSettings};
+pub use settings::{Dataset, Engine, LlmPlan, LlmSettings};
 
 use std::path::PathBuf;
 
@@ -40,4 +41,7 @@ pub enum Error {
     Runtime(std::io::Error),
     #[error(transparent)]
     Load(#[from] crate::load::Error),
+    /// Engine mode: the model cannot be loaded or run.
+    #[error("{0}")]
+    Engine(String),
 }

@@ -45,6 +45,9 @@ pub fn measure(
             serde_json::to_string(c).map_err(super::Error::Body)?
         ));
     }
+    if s.engine.is_some() {
+        return super::engine::measure(plan, progress, stop);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -87,19 +90,26 @@ pub fn measure(
         }
         Ok::<_, super::Error>(runs)
     })?;
-    Ok(LlmReport {
+    Ok(report(plan, runs, None))
+}
+
+/// The report of `runs` (`engine`: how engine mode ran, None in client mode).
+pub(super) fn report(plan: &LlmPlan, runs: Vec<LlmRun>, engine: Option<String>) -> LlmReport {
+    let s = &plan.settings;
+    LlmReport {
         schema: schema::SCHEMA.into(),
         url: plan.checked.base.clone(),
         model: s.model.clone(),
         api: s.api,
         stream: s.stream,
+        engine,
         data_source: plan.data_source.clone(),
         synthetic_config: plan.synthetic.clone(),
         warmup: s.warmup,
         slo: plan.checked.slo.clone(),
         runs,
         definitions: schema::definitions(),
-    })
+    }
 }
 
 /// `--warmup` requests at `--concurrency`, not measured; a note when some fail.
@@ -151,8 +161,19 @@ async fn one_run(
 
 /// A run's outcomes as records, with MindIE's figures.
 fn summarise(plan: &LlmPlan, run: Run<Generation>, rate: Option<f64>) -> LlmRun {
-    let s = &plan.settings;
     let records: Vec<Record> = run.outcomes.into_iter().map(|o| record(plan, o)).collect();
+    summarise_records(plan, records, run.elapsed, run.interrupted, rate)
+}
+
+/// MindIE's figures of a run's records (client or engine mode).
+pub(super) fn summarise_records(
+    plan: &LlmPlan,
+    records: Vec<Record>,
+    elapsed: Duration,
+    interrupted: bool,
+    rate: Option<f64>,
+) -> LlmRun {
+    let s = &plan.settings;
     let ok: Vec<&Record> = records.iter().filter(|r| r.ok).collect();
     let mut failures = BTreeMap::new();
     for k in records.iter().filter_map(|r| r.failure) {
@@ -164,7 +185,7 @@ fn summarise(plan: &LlmPlan, run: Run<Generation>, rate: Option<f64>) -> LlmRun 
         .filter(|r| r.ok || r.failure.is_some_and(FailureKind::returned))
         .count();
     let metrics = metrics(&ok);
-    let elapsed = run.elapsed.as_secs_f64().max(1e-9);
+    let elapsed = elapsed.as_secs_f64().max(1e-9);
     let gen_tok: Vec<u64> = ok.iter().filter_map(|r| r.generated_tokens).collect();
     let total_tokens = gen_tok.iter().sum::<u64>() as f64;
     let total_chars = ok.iter().map(|r| r.generated_characters).sum::<u64>() as f64;
@@ -221,7 +242,7 @@ fn summarise(plan: &LlmPlan, run: Run<Generation>, rate: Option<f64>) -> LlmRun 
         metrics,
         characters_per_token: (total_tokens > 0.0).then(|| total_chars / total_tokens),
         accuracy: accuracy(plan, &records),
-        complete: !run.interrupted,
+        complete: !interrupted,
         records,
     }
 }
@@ -285,6 +306,11 @@ fn metrics(ok: &[&Record]) -> BTreeMap<String, Option<MindieStat>> {
     );
     put("Tokenizer", same(per(&|r| r.tokenizer_ms)));
     put("Detokenizer", same(per(&|r| r.detokenizer_ms)));
+    put("ForwardTime", pooled_with_means(ok, |r| &r.forward_ms));
+    put(
+        "PostProcessingTime",
+        pooled_with_means(ok, |r| &r.post_processing_ms),
+    );
     put("PrefillBatchsize", same(per(&|r| r.prefill_batch_size)));
     put(
         "DecoderBatchsize",
@@ -312,6 +338,8 @@ fn record(plan: &LlmPlan, o: Outcome<Generation>) -> Record {
     let t = *driver::timing(&o);
     let ms = |d: Duration| driver::ms(d);
     let mut r = Record {
+        forward_ms: Vec::new(),
+        post_processing_ms: Vec::new(),
         index: t.index,
         ok: false,
         error: None,

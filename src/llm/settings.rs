@@ -63,11 +63,22 @@ impl Dataset {
     }
 }
 
+/// An in-process LLM engine (MindIE's engine mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// candle's quantized llama family, from a GGUF file (CPU).
+    Candle,
+}
+
 /// An LLM serving benchmark as a caller gives it (unchecked).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LlmSettings {
+    /// The server (client mode; unused in engine mode).
     pub url: String,
+    /// The model name the server knows (client mode), or the GGUF file (engine mode).
     pub model: String,
+    /// Engine mode: run the model in-process on this engine instead of calling a server.
+    pub engine: Option<Engine>,
     pub api: Api,
     pub stream: bool,
     pub dataset: Dataset,
@@ -102,6 +113,7 @@ impl LlmSettings {
         LlmSettings {
             url: url.to_string(),
             model: model.to_string(),
+            engine: None,
             api: Api::Openai,
             stream: true,
             dataset: Dataset::Synthetic(None),
@@ -183,7 +195,24 @@ impl LlmSettings {
                 ),
             ));
         }
-        let (base, uri) = settings::address(&self.url, &self.api.path(&self.model, self.stream))?;
+        let (base, uri) = match self.engine {
+            None => settings::address(&self.url, &self.api.path(&self.model, self.stream))?,
+            Some(_) => {
+                if !self.request_rate.is_empty() {
+                    return Err(SettingsError::says(
+                        Setting::RequestRate,
+                        "is client mode only: engine mode runs a closed loop at concurrency (open-loop arrivals are not built for it yet)",
+                    ));
+                }
+                if self.tokenizer.is_none() {
+                    return Err(SettingsError::says(
+                        Setting::Tokenizer,
+                        "is needed in engine mode: the model's tokenizer.json encodes the prompts and decodes the tokens",
+                    ));
+                }
+                (format!("engine: {}", self.model), hyper::Uri::default())
+            }
+        };
         Ok(Checked {
             base,
             uri,
@@ -270,6 +299,7 @@ impl LlmSettings {
             checked,
             bodies,
             input_tokens,
+            max_tokens: prompts.iter().map(|p| p.max_tokens).collect(),
             prompts: prompts.into_iter().map(|p| p.text).collect(),
             answers,
             total,
@@ -359,8 +389,10 @@ pub struct LlmPlan {
     /// Each prompt's input tokens: the tokenizer's count, else the synthetic length asked
     /// for, with which of the two it is.
     pub input_tokens: Vec<Option<(u64, TokenSource)>>,
-    /// Each prompt's text (for the Tokenizer timing).
+    /// Each prompt's text (for the Tokenizer timing and engine mode).
     pub prompts: Vec<String>,
+    /// Each prompt's max_tokens (engine mode).
+    pub max_tokens: Vec<u64>,
     /// Each prompt's right answer (accuracy mode; empty otherwise).
     pub answers: Vec<accuracy::Answer>,
     /// Requests per run (prompts are reused in turn).

@@ -24,20 +24,28 @@ fn opt(v: Option<f64>, why: &str) -> String {
 }
 
 pub fn write_text(o: &mut dyn Write, r: &LlmReport) -> std::io::Result<()> {
-    writeln!(
-        o,
-        "LLM serving benchmark of {} ({}, model {}, {}), data: {}, warm-up {}",
-        r.url,
-        r.api,
-        r.model,
-        if r.stream {
-            "streaming"
-        } else {
-            "not streaming"
-        },
-        r.data_source,
-        r.warmup
-    )?;
+    if let Some(e) = &r.engine {
+        writeln!(
+            o,
+            "LLM engine benchmark (MindIE's engine mode) of {}, data: {}, warm-up {}\nengine: {e}",
+            r.model, r.data_source, r.warmup
+        )?;
+    } else {
+        writeln!(
+            o,
+            "LLM serving benchmark of {} ({}, model {}, {}), data: {}, warm-up {}",
+            r.url,
+            r.api,
+            r.model,
+            if r.stream {
+                "streaming"
+            } else {
+                "not streaming"
+            },
+            r.data_source,
+            r.warmup
+        )?;
+    }
     for run in &r.runs {
         writeln!(
             o,
@@ -72,7 +80,10 @@ pub fn write_text(o: &mut dyn Write, r: &LlmReport) -> std::io::Result<()> {
                 ]),
                 None => t.add_row(vec![
                     name.to_string(),
-                    format!("n/a: {}", super::schema::llm::why_missing(name)),
+                    format!(
+                        "n/a: {}",
+                        super::schema::llm::why_missing(name, r.engine.is_some())
+                    ),
                     "".into(),
                     "".into(),
                     "".into(),

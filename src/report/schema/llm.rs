@@ -87,6 +87,8 @@ pub enum TokenSource {
     Tokenizer,
     /// The count of token-bearing events.
     Events,
+    /// The in-process engine's own count (engine mode).
+    Engine,
     /// The length the synthetic data asked for (input tokens only): not a measurement.
     Requested,
     /// No count.
@@ -101,6 +103,7 @@ impl fmt::Display for TokenSource {
             TokenSource::Details => "details",
             TokenSource::Tokenizer => "tokenizer",
             TokenSource::Events => "events",
+            TokenSource::Engine => "engine",
             TokenSource::Requested => "requested",
             TokenSource::None => "none",
         })
@@ -213,6 +216,13 @@ pub struct Record {
     /// The server's queue wait times reported with this request's events, μs.
     #[serde(default)]
     pub queue_wait_us: Vec<f64>,
+    /// Engine mode: each token's model forward (input tensor built, forward run), ms.
+    #[serde(default)]
+    pub forward_ms: Vec<f64>,
+    /// Engine mode: each token's post-processing (sampling from the logits and decoding the
+    /// token to text), ms.
+    #[serde(default)]
+    pub post_processing_ms: Vec<f64>,
     /// Accuracy mode: the answer read from the output (normalised; None when none is found).
     #[serde(default)]
     pub answer: Option<String>,
@@ -304,6 +314,9 @@ pub struct LlmReport {
     pub model: String,
     pub api: Api,
     pub stream: bool,
+    /// Engine mode: the in-process engine and how it runs (None in client mode).
+    #[serde(default)]
+    pub engine: Option<String>,
     pub data_source: String,
     /// The synthetic configuration the prompts were drawn from (synthetic data only).
     #[serde(default)]
@@ -336,15 +349,19 @@ pub const METRICS: &[(&str, &str)] = &[
     ("QueueWaitTime", "us"),
 ];
 
-/// Why a metric of [`METRICS`] has no sample, when nothing was measured for it.
-pub fn why_missing(metric: &str) -> &'static str {
-    match metric {
-        "Tokenizer" | "Detokenizer" => "no tokenizer given (client-side timing needs one)",
-        "PostProcessingTime" | "ForwardTime" => {
+/// Why a metric of [`METRICS`] has no sample, when nothing was measured for it, in client
+/// or (`engine`) engine mode.
+pub fn why_missing(metric: &str, engine: bool) -> &'static str {
+    match (metric, engine) {
+        ("Tokenizer" | "Detokenizer", _) => "no tokenizer given (client-side timing needs one)",
+        ("PostProcessingTime" | "ForwardTime", false) => {
             "engine mode only (the model's forward and sampling are inside the server in client mode)"
         }
-        "PrefillBatchsize" | "DecoderBatchsize" | "QueueWaitTime" => {
+        ("PrefillBatchsize" | "DecoderBatchsize" | "QueueWaitTime", false) => {
             "the server does not report it"
+        }
+        ("QueueWaitTime", true) => {
+            "no queue in engine mode's closed loop (a worker takes the next request when it is free)"
         }
         _ => "no sample",
     }
@@ -401,6 +418,14 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
     (
         "Detokenizer",
         "the client tokenizer's decoding of a response's token ids (its encoding of the generated text) back to text, timed after the run, ms",
+    ),
+    (
+        "ForwardTime",
+        "engine mode: one model forward (building the input tensor and running the model; the prefill for the first token), ms; pooled over tokens (SLO_P90: P90 of each request's mean)",
+    ),
+    (
+        "PostProcessingTime",
+        "engine mode: sampling one token from the logits (greedy) and decoding it to text, ms; pooled over tokens",
     ),
     (
         "PrefillBatchsize",

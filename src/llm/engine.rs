@@ -1,0 +1,327 @@
+//! MindIE Benchmark's engine mode: the model runs in this process (candle's quantized llama
+//! family from a GGUF file, on the CPU), no HTTP, driven by the same prompts, warm-up and
+//! concurrency as client mode and reported with the same statistics and CSVs.
+//!
+//! How it runs (the report's `engine` line says the same):
+//! - **No batching.** Each of the `concurrency` workers holds its own KV cache over the
+//!   shared weights and runs one request at a time, batch 1 (so PrefillBatchsize and
+//!   DecoderBatchsize are 1: the batch dimension of each forward). A closed loop: a worker
+//!   takes the next request as soon as it is free, so there is no queue (QueueWaitTime n/a).
+//! - **Greedy sampling** (argmax of the logits).
+//! - **Output lengths:** a performance run generates exactly each prompt's max_tokens (the
+//!   end-of-sequence token ignored, as MindIE's synthetic runs fix output lengths); accuracy
+//!   mode stops at the GGUF's end-of-sequence token.
+//!
+//! Per request (ms, from the moment its worker starts it, after the prompt is encoded):
+//! ForwardTime of each token (building the input tensor and the model's forward: the whole
+//! prompt for the first token, one token after), PostProcessingTime of each token (the argmax
+//! and decoding the token to text), FirstTokenTime (prefill forward + its post-processing),
+//! DecodeTime (the gap between successive tokens), GenerateTime (start to the last token).
+//! So GenerateTime = Σ ForwardTime + Σ PostProcessingTime + the loop's own bookkeeping,
+//! which the tests bound.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use candle_core::quantized::gguf_file;
+use candle_core::{Device, Tensor};
+use candle_transformers::models::quantized_llama::{MAX_SEQ_LEN, ModelWeights};
+
+use super::Error;
+use super::settings::LlmPlan;
+use crate::report::schema::llm::{LlmReport, LlmRun, Record, TokenSource};
+use crate::report::schema::qps::FailureKind;
+use crate::util::progress::Progress;
+
+/// candle's version, pinned (`=0.11.1`) in Cargo.toml.
+const CANDLE_VERSION: &str = "0.11.1";
+
+/// A loaded model: its weights (cloned per worker: the tensors are shared), its
+/// end-of-sequence token and its context length.
+struct Loaded {
+    model: ModelWeights,
+    eos: Option<u32>,
+    context: usize,
+}
+
+fn load(path: &str) -> Result<Loaded, Error> {
+    let bad = |why: String| Error::Engine(format!("{path}: {why}"));
+    let mut f = std::fs::File::open(path).map_err(|e| bad(format!("cannot open it: {e}")))?;
+    let ct = gguf_file::Content::read(&mut f).map_err(|e| bad(format!("not a GGUF file: {e}")))?;
+    let eos = ct
+        .metadata
+        .get("tokenizer.ggml.eos_token_id")
+        .and_then(|v| v.to_u32().ok());
+    let context = ct
+        .metadata
+        .get("llama.context_length")
+        .and_then(|v| v.to_u32().ok())
+        .map(|c| (c as usize).min(MAX_SEQ_LEN))
+        .unwrap_or(MAX_SEQ_LEN);
+    let arch = ct
+        .metadata
+        .get("general.architecture")
+        .and_then(|v| v.to_string().ok().cloned())
+        .unwrap_or_default();
+    if arch != "llama" {
+        return Err(bad(format!(
+            "architecture '{arch}': the candle engine runs the llama family (general.architecture = llama)"
+        )));
+    }
+    let model = ModelWeights::from_gguf(ct, &mut f, &Device::Cpu)
+        .map_err(|e| bad(format!("cannot load the llama weights: {e}")))?;
+    Ok(Loaded {
+        model,
+        eos,
+        context,
+    })
+}
+
+/// One request's generation, timed.
+struct Generated {
+    token_at: Vec<Duration>,
+    forward: Vec<Duration>,
+    post: Vec<Duration>,
+    ids: Vec<u32>,
+    text: String,
+    total: Duration,
+}
+
+fn argmax(logits: &Tensor) -> candle_core::Result<u32> {
+    let v: Vec<f32> = logits.squeeze(0)?.to_vec1()?;
+    let mut best = (0usize, f32::NEG_INFINITY);
+    for (i, &x) in v.iter().enumerate() {
+        if x > best.1 {
+            best = (i, x);
+        }
+    }
+    Ok(best.0 as u32)
+}
+
+/// Generates up to `max_tokens` after `prompt` on `model` (its KV cache cleared first).
+fn generate(
+    model: &mut ModelWeights,
+    tok: &tokenizers::Tokenizer,
+    prompt: &[u32],
+    max_tokens: usize,
+    stop_at: Option<u32>,
+    stop: &AtomicBool,
+) -> Result<Generated, String> {
+    model.clear_kv_cache();
+    let mut g = Generated {
+        token_at: Vec::with_capacity(max_tokens),
+        forward: Vec::with_capacity(max_tokens),
+        post: Vec::with_capacity(max_tokens),
+        ids: Vec::with_capacity(max_tokens),
+        text: String::new(),
+        total: Duration::ZERO,
+    };
+    let start = Instant::now();
+    let mut input: Vec<u32> = prompt.to_vec();
+    let mut pos = 0;
+    for _ in 0..max_tokens {
+        if stop.load(Ordering::Relaxed) {
+            return Err("interrupted".into());
+        }
+        let f0 = Instant::now();
+        let logits = Tensor::new(input.as_slice(), &Device::Cpu)
+            .and_then(|t| t.unsqueeze(0))
+            .and_then(|x| model.forward(&x, pos))
+            .map_err(|e| format!("the model's forward failed at position {pos}: {e}"))?;
+        let p0 = Instant::now();
+        let next = argmax(&logits).map_err(|e| format!("cannot read the logits: {e}"))?;
+        let piece = tok
+            .decode(&[next], true)
+            .map_err(|e| format!("cannot decode token {next}: {e}"))?;
+        let done = Instant::now();
+        g.text.push_str(&piece);
+        g.forward.push(p0 - f0);
+        g.post.push(done - p0);
+        g.token_at.push(done - start);
+        g.ids.push(next);
+        pos += input.len();
+        if Some(next) == stop_at {
+            break;
+        }
+        input.clear();
+        input.push(next);
+    }
+    g.total = start.elapsed();
+    Ok(g)
+}
+
+/// The engine's description for the report.
+fn describe(plan: &LlmPlan) -> String {
+    format!(
+        "candle {} quantized llama (GGUF) on the CPU, in-process; no batching: each of {} workers runs one request at a time (batch 1) on its own KV cache, the weights shared; greedy sampling; {}",
+        CANDLE_VERSION,
+        plan.settings.concurrency,
+        if plan.answers.is_empty() {
+            "each request generates exactly its max_tokens (end-of-sequence ignored)"
+        } else {
+            "generation stops at the end-of-sequence token (accuracy mode)"
+        }
+    )
+}
+
+/// Runs the warm-up and the measured closed-loop run in-process.
+pub fn measure(
+    plan: &LlmPlan,
+    progress: &Progress,
+    stop: &Arc<AtomicBool>,
+) -> Result<LlmReport, Error> {
+    let s = &plan.settings;
+    let tok = plan
+        .tokenizer
+        .as_ref()
+        .ok_or_else(|| Error::Engine("engine mode needs a tokenizer".into()))?;
+    progress.note(format!("acceval llm: loading {} (candle, CPU)", s.model));
+    let loaded = load(&s.model)?;
+    // Encode each prompt once, timed (MindIE's Tokenizer row, per request below).
+    let mut encoded = Vec::with_capacity(plan.prompts.len());
+    for p in &plan.prompts {
+        let t0 = Instant::now();
+        let e = tok
+            .encode(p.as_str(), true)
+            .map_err(|e| Error::Engine(format!("the tokenizer cannot encode a prompt: {e}")))?;
+        encoded.push((e.get_ids().to_vec(), t0.elapsed()));
+    }
+    let stop_at = (!plan.answers.is_empty()).then_some(loaded.eos).flatten();
+    let run = |n: usize, measured: bool| -> (Vec<Record>, Duration, bool) {
+        let next = AtomicUsize::new(0);
+        let out = Mutex::new(Vec::with_capacity(n));
+        let t0 = Instant::now();
+        std::thread::scope(|sc| {
+            for _ in 0..s.concurrency.min(n.max(1)) {
+                let mut model = loaded.model.clone();
+                let (next, out, encoded) = (&next, &out, &encoded);
+                sc.spawn(move || {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n || stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let k = i % encoded.len();
+                        let (ids, enc_time) = &encoded[k];
+                        let max = plan.max_tokens[k] as usize;
+                        let sent = t0.elapsed();
+                        let r = if ids.len() + max > loaded.context {
+                            Err(format!(
+                                "prompt {} + max_tokens {max} tokens exceed the model's context of {}",
+                                ids.len(),
+                                loaded.context
+                            ))
+                        } else {
+                            generate(&mut model, tok, ids, max, stop_at, stop)
+                        };
+                        let rec = record(plan, tok, i, k, ids.len(), *enc_time, sent, r);
+                        if measured {
+                            progress.inc(1);
+                        }
+                        if let Ok(mut o) = out.lock() {
+                            o.push(rec);
+                        }
+                    }
+                });
+            }
+        });
+        let mut recs = out.into_inner().unwrap_or_default();
+        recs.sort_by_key(|r| r.index);
+        (recs, t0.elapsed(), stop.load(Ordering::Relaxed))
+    };
+    if s.warmup > 0 {
+        progress.note(format!(
+            "acceval llm: {} warm-up requests (not measured)",
+            s.warmup
+        ));
+        let (w, _, _) = run(s.warmup, false);
+        if let Some(e) = w.iter().find_map(|r| r.error.as_ref()) {
+            progress.note(format!(
+                "acceval llm: warning: a warm-up request failed: {e}"
+            ));
+        }
+    }
+    progress.set_length(plan.total as u64);
+    progress.set_position(0);
+    progress.set_message(format!("engine, concurrency {}", s.concurrency));
+    let (records, elapsed, interrupted) = run(plan.total, true);
+    let run: LlmRun = super::run::summarise_records(plan, records, elapsed, interrupted, None);
+    progress.note(crate::report::llm::run_line(&run));
+    Ok(super::run::report(plan, vec![run], Some(describe(plan))))
+}
+
+/// One request's record.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    plan: &LlmPlan,
+    tok: &tokenizers::Tokenizer,
+    index: usize,
+    prompt: usize,
+    input_tokens: usize,
+    encode: Duration,
+    sent: Duration,
+    r: Result<Generated, String>,
+) -> Record {
+    let ms = crate::load::driver::ms;
+    let mut rec = Record {
+        index,
+        ok: false,
+        error: None,
+        failure: None,
+        sent_s: sent.as_secs_f64(),
+        send_lag_ms: 0.0,
+        first_token_ms: None,
+        decode_ms: Vec::new(),
+        generate_ms: 0.0,
+        input_tokens: Some(input_tokens as u64),
+        input_token_source: TokenSource::Tokenizer,
+        generated_tokens: None,
+        token_source: TokenSource::Engine,
+        generated_characters: 0,
+        token_events: 0,
+        tokenizer_ms: Some(ms(encode)),
+        detokenizer_ms: None,
+        prefill_batch_size: None,
+        decode_batch_sizes: Vec::new(),
+        queue_wait_us: Vec::new(),
+        forward_ms: Vec::new(),
+        post_processing_ms: Vec::new(),
+        answer: None,
+        correct: None,
+    };
+    let g = match r {
+        Ok(g) => g,
+        Err(e) => {
+            let kind = if e == "interrupted" {
+                FailureKind::Interrupted
+            } else {
+                FailureKind::Other
+            };
+            rec.failure = Some(kind);
+            rec.error = Some(format!("{kind}: {e}"));
+            return rec;
+        }
+    };
+    rec.first_token_ms = g.token_at.first().map(|&d| ms(d));
+    rec.decode_ms = g.token_at.windows(2).map(|w| ms(w[1] - w[0])).collect();
+    rec.generate_ms = ms(g.total);
+    rec.generated_tokens = Some(g.ids.len() as u64);
+    rec.token_events = g.ids.len() as u64;
+    rec.generated_characters = g.text.chars().count() as u64;
+    rec.forward_ms = g.forward.iter().map(|&d| ms(d)).collect();
+    rec.post_processing_ms = g.post.iter().map(|&d| ms(d)).collect();
+    // Every forward here has batch dimension 1.
+    rec.prefill_batch_size = Some(1.0);
+    rec.decode_batch_sizes = vec![1.0; g.ids.len().saturating_sub(1)];
+    let t0 = Instant::now();
+    let whole = tok.decode(&g.ids, true);
+    rec.detokenizer_ms = whole.is_ok().then(|| ms(t0.elapsed()));
+    if let Some(right) = plan.answers.get(prompt) {
+        let (answer, ok) = right.score(&g.text);
+        (rec.answer, rec.correct) = (answer, Some(ok));
+    }
+    rec.ok = true;
+    rec
+}
