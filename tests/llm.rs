@@ -1029,7 +1029,7 @@ fn engine_mode_on_a_tiny_gguf_reports_every_engine_row_and_adds_up() {
             r["forward_ms"][0].as_f64().unwrap() + r["post_processing_ms"][0].as_f64().unwrap();
         assert!(r["first_token_ms"].as_f64().unwrap() >= f0 - 1e-6);
     }
-    // Bad input: not a GGUF; no tokenizer; request rates (client mode only).
+    // Bad input: not a GGUF; no tokenizer.
     let (code, _, err) = common::acceval(&[
         "llm",
         "--engine",
@@ -1049,7 +1049,9 @@ fn engine_mode_on_a_tiny_gguf_reports_every_engine_row_and_adds_up() {
         err.contains("--tokenizer") && err.contains("engine mode"),
         "{err}"
     );
-    let (code, _, err) = common::acceval(&[
+    // Open loop: 4 requests scheduled 0.1 ms apart on one worker queue behind each other; the
+    // wait is QueueWaitTime, and FirstTokenTime and GenerateTime count from the schedule.
+    let (code, out, err) = common::acceval(&[
         "llm",
         "--engine",
         "candle",
@@ -1057,12 +1059,48 @@ fn engine_mode_on_a_tiny_gguf_reports_every_engine_row_and_adds_up() {
         &gguf,
         "--tokenizer",
         &tok,
+        "--synthetic-config",
+        &cfg,
         "--request-rate",
-        "2",
+        "10000",
+        "--distribution",
+        "uniform",
+        "--warmup-requests",
+        "0",
+        "--json",
     ]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let run = &v["runs"][0];
+    assert_eq!(run["request_rate"], 10000.0);
+    assert_eq!(stat(run, "QueueWaitTime", "N"), 4.0);
+    let mut recs: Vec<&Value> = run["records"].as_array().unwrap().iter().collect();
+    recs.sort_by_key(|r| r["index"].as_u64());
+    let waits: Vec<f64> = recs
+        .iter()
+        .map(|r| r["queue_wait_us"][0].as_f64().unwrap())
+        .collect();
     assert!(
-        err.contains("--request-rate") && err.contains("client mode only"),
-        "{err}"
+        waits[3] > waits[2] && waits[2] > waits[1] && waits[1] > 0.0,
+        "queue waits {waits:?} us"
     );
+    for r in recs {
+        let lag = r["send_lag_ms"].as_f64().unwrap();
+        assert!((lag * 1e3 - r["queue_wait_us"][0].as_f64().unwrap()).abs() < 1e-6);
+        let stages: f64 = ["forward_ms", "post_processing_ms"]
+            .iter()
+            .flat_map(|k| {
+                r[*k]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+            })
+            .sum();
+        let g = r["generate_ms"].as_f64().unwrap() - lag;
+        assert!(
+            stages <= g + 1e-6 && g - stages <= (0.1 * g).max(1.0),
+            "{g} against {stages}"
+        );
+    }
 }

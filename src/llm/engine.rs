@@ -5,8 +5,11 @@
 //! How it runs (the report's `engine` line says the same):
 //! - **No batching.** Each of the `concurrency` workers holds its own KV cache over the
 //!   shared weights and runs one request at a time, batch 1 (so PrefillBatchsize and
-//!   DecoderBatchsize are 1: the batch dimension of each forward). A closed loop: a worker
-//!   takes the next request as soon as it is free, so there is no queue (QueueWaitTime n/a).
+//!   DecoderBatchsize are 1: the batch dimension of each forward). In a closed loop a worker
+//!   takes the next request as soon as it is free, so there is no queue (QueueWaitTime n/a);
+//!   with request rates (open loop) a request starts at its scheduled time or, when every
+//!   worker is busy then, when one frees: QueueWaitTime is that wait, μs, and FirstTokenTime
+//!   and GenerateTime count from the scheduled time, as in client mode.
 //! - **Greedy sampling** (argmax of the logits).
 //! - **Output lengths:** a performance run generates exactly each prompt's max_tokens (the
 //!   end-of-sequence token ignored, as MindIE's synthetic runs fix output lengths); accuracy
@@ -31,6 +34,7 @@ use candle_transformers::models::quantized_llama::{MAX_SEQ_LEN, ModelWeights};
 
 use super::Error;
 use super::settings::LlmPlan;
+use crate::load::schedule::schedule;
 use crate::report::schema::llm::{LlmReport, LlmRun, Record, TokenSource};
 use crate::report::schema::qps::FailureKind;
 use crate::util::progress::Progress;
@@ -166,7 +170,8 @@ fn describe(plan: &LlmPlan) -> String {
     )
 }
 
-/// Runs the warm-up and the measured closed-loop run in-process.
+/// Runs the warm-up, then one measured run per request rate (open loop, at most
+/// `concurrency` requests running) or one closed-loop run, in-process.
 pub fn measure(
     plan: &LlmPlan,
     progress: &Progress,
@@ -189,7 +194,11 @@ pub fn measure(
         encoded.push((e.get_ids().to_vec(), t0.elapsed()));
     }
     let stop_at = (!plan.answers.is_empty()).then_some(loaded.eos).flatten();
-    let run = |n: usize, measured: bool| -> (Vec<Record>, Duration, bool) {
+    // `offsets`: an open loop's scheduled start of each request, s (None: a closed loop).
+    let run = |n: usize,
+               measured: bool,
+               offsets: Option<&[f64]>|
+     -> (Vec<Record>, Duration, bool) {
         let next = AtomicUsize::new(0);
         let out = Mutex::new(Vec::with_capacity(n));
         let t0 = Instant::now();
@@ -206,7 +215,16 @@ pub fn measure(
                         let k = i % encoded.len();
                         let (ids, enc_time) = &encoded[k];
                         let max = plan.max_tokens[k] as usize;
+                        // Open loop: wait for the request's scheduled start; a request
+                        // whose time passed while every worker was busy waited in the queue.
+                        let scheduled = offsets.map(|o| Duration::from_secs_f64(o[i]));
+                        if let Some(at) = scheduled {
+                            while t0.elapsed() < at && !stop.load(Ordering::Relaxed) {
+                                std::thread::sleep((at - t0.elapsed()).min(Duration::from_millis(20)));
+                            }
+                        }
                         let sent = t0.elapsed();
+                        let queued = scheduled.map(|at| sent.saturating_sub(at));
                         let r = if ids.len() + max > loaded.context {
                             Err(format!(
                                 "prompt {} + max_tokens {max} tokens exceed the model's context of {}",
@@ -216,7 +234,7 @@ pub fn measure(
                         } else {
                             generate(&mut model, tok, ids, max, stop_at, stop)
                         };
-                        let rec = record(plan, tok, i, k, ids.len(), *enc_time, sent, r);
+                        let rec = record(plan, tok, i, k, ids.len(), *enc_time, sent, queued, r);
                         if measured {
                             progress.inc(1);
                         }
@@ -236,20 +254,36 @@ pub fn measure(
             "acceval llm: {} warm-up requests (not measured)",
             s.warmup
         ));
-        let (w, _, _) = run(s.warmup, false);
+        let (w, _, _) = run(s.warmup, false, None);
         if let Some(e) = w.iter().find_map(|r| r.error.as_ref()) {
             progress.note(format!(
                 "acceval llm: warning: a warm-up request failed: {e}"
             ));
         }
     }
-    progress.set_length(plan.total as u64);
-    progress.set_position(0);
-    progress.set_message(format!("engine, concurrency {}", s.concurrency));
-    let (records, elapsed, interrupted) = run(plan.total, true);
-    let run: LlmRun = super::run::summarise_records(plan, records, elapsed, interrupted, None);
-    progress.note(crate::report::llm::run_line(&run));
-    Ok(super::run::report(plan, vec![run], Some(describe(plan))))
+    let rates: Vec<Option<f64>> = if s.request_rate.is_empty() {
+        vec![None]
+    } else {
+        s.request_rate.iter().map(|&r| Some(r)).collect()
+    };
+    let mut runs = Vec::new();
+    for rate in rates {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        progress.set_length(plan.total as u64);
+        progress.set_position(0);
+        progress.set_message(match rate {
+            Some(r) => format!("engine, rate {r} req/s"),
+            None => format!("engine, concurrency {}", s.concurrency),
+        });
+        let offsets = rate.map(|r| schedule(s.distribution, r, plan.total, s.seed));
+        let (records, elapsed, interrupted) = run(plan.total, true, offsets.as_deref());
+        let run: LlmRun = super::run::summarise_records(plan, records, elapsed, interrupted, rate);
+        progress.note(crate::report::llm::run_line(&run));
+        runs.push(run);
+    }
+    Ok(super::run::report(plan, runs, Some(describe(plan))))
 }
 
 /// One request's record.
@@ -262,8 +296,11 @@ fn record(
     input_tokens: usize,
     encode: Duration,
     sent: Duration,
+    queued: Option<Duration>,
     r: Result<Generated, String>,
 ) -> Record {
+    // Open loop: the times count from the scheduled start, as in client mode.
+    let lag = queued.unwrap_or_default();
     let ms = crate::load::driver::ms;
     let mut rec = Record {
         index,
@@ -271,7 +308,7 @@ fn record(
         error: None,
         failure: None,
         sent_s: sent.as_secs_f64(),
-        send_lag_ms: 0.0,
+        send_lag_ms: ms(lag),
         first_token_ms: None,
         decode_ms: Vec::new(),
         generate_ms: 0.0,
@@ -285,7 +322,9 @@ fn record(
         detokenizer_ms: None,
         prefill_batch_size: None,
         decode_batch_sizes: Vec::new(),
-        queue_wait_us: Vec::new(),
+        queue_wait_us: queued
+            .map(|q| vec![q.as_secs_f64() * 1e6])
+            .unwrap_or_default(),
         forward_ms: Vec::new(),
         post_processing_ms: Vec::new(),
         answer: None,
@@ -304,9 +343,9 @@ fn record(
             return rec;
         }
     };
-    rec.first_token_ms = g.token_at.first().map(|&d| ms(d));
+    rec.first_token_ms = g.token_at.first().map(|&d| ms(lag + d));
     rec.decode_ms = g.token_at.windows(2).map(|w| ms(w[1] - w[0])).collect();
-    rec.generate_ms = ms(g.total);
+    rec.generate_ms = ms(lag + g.total);
     rec.generated_tokens = Some(g.ids.len() as u64);
     rec.token_events = g.ids.len() as u64;
     rec.generated_characters = g.text.chars().count() as u64;

@@ -198,12 +198,6 @@ impl LlmSettings {
         let (base, uri) = match self.engine {
             None => settings::address(&self.url, &self.api.path(&self.model, self.stream))?,
             Some(_) => {
-                if !self.request_rate.is_empty() {
-                    return Err(SettingsError::says(
-                        Setting::RequestRate,
-                        "is client mode only: engine mode runs a closed loop at concurrency (open-loop arrivals are not built for it yet)",
-                    ));
-                }
                 if self.tokenizer.is_none() {
                     return Err(SettingsError::says(
                         Setting::Tokenizer,

@@ -361,7 +361,7 @@ pub fn why_missing(metric: &str, engine: bool) -> &'static str {
             "the server does not report it"
         }
         ("QueueWaitTime", true) => {
-            "no queue in engine mode's closed loop (a worker takes the next request when it is free)"
+            "no queue in engine mode's closed loop (a worker takes the next request when it is free; request rates measure it)"
         }
         _ => "no sample",
     }
@@ -437,7 +437,7 @@ pub const DEFINITIONS: &[(&str, &str)] = &[
     ),
     (
         "QueueWaitTime",
-        "the server's queue_wait_time in its events, us; pooled over the events that carry it",
+        "client mode: the server's queue_wait_time in its events, us, pooled over the events that carry it; engine mode with request rates: a request's wait from its scheduled start until a worker took it, us",
     ),
     (
         "lpct",
