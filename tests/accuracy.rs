@@ -349,14 +349,6 @@ fn bad_references_name_the_file() {
     );
 }
 
-/// Whether this CPU has VNNI (AVX512-VNNI or AVX-VNNI), from /proc/cpuinfo (false elsewhere).
-fn vnni() -> bool {
-    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
-        c.split_whitespace()
-            .any(|f| f == "avx512_vnni" || f == "avx_vnni")
-    })
-}
-
 /// The committed references reproduce, and the zoo's FP16 and INT8 variants land where the
 /// docs say: all C4, with the FP32 model itself at ~0 — a PASS only where null outputs
 /// would fail.

@@ -162,3 +162,14 @@ pub fn assert_schema_valid(file: &str, doc: &serde_json::Value) {
         .collect();
     assert!(errors.is_empty(), "{file}: {errors:#?}");
 }
+
+/// Whether this CPU has VNNI (AVX512-VNNI or AVX-VNNI), from /proc/cpuinfo (false elsewhere).
+/// Without it, ONNX Runtime's u8s8 integer convolutions on x86 add pairs of 8-bit products in
+/// 16 bits (VPMADDUBSW), which can saturate: its INT8 MobileNetV2 then drifts (MSE 0.151
+/// against the FP32 model on an AVX2-only AMD EPYC, where tract gives 5.3e-4).
+pub fn vnni() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+        c.split_whitespace()
+            .any(|f| f == "avx512_vnni" || f == "avx_vnni")
+    })
+}
