@@ -18,8 +18,6 @@
 use std::fmt;
 use std::path::Path;
 
-use serde_json::Value;
-
 use super::Error;
 use super::dataset::Prompt;
 use crate::load::settings::{Setting, SettingsError};
@@ -75,20 +73,7 @@ fn unreadable(path: &Path, why: String) -> Error {
 
 /// A GSM8K JSONL file.
 pub fn gsm8k(path: &Path, max_tokens: u64) -> Result<Vec<Item>, Error> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| unreadable(path, format!("cannot read it: {e}")))?;
-    let mut out = Vec::new();
-    for (k, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bad = |why: &str| Error::Jsonl {
-            path: path.to_path_buf(),
-            line: k + 1,
-            why: why.to_string(),
-        };
-        let v: Value =
-            serde_json::from_str(line).map_err(|e| bad(&format!("not a JSON object: {e}")))?;
+    super::dataset::jsonl_items(path, "GSM8K item", |v, bad| {
         let field = |name: &str| {
             v.get(name)
                 .and_then(|s| s.as_str())
@@ -99,19 +84,15 @@ pub fn gsm8k(path: &Path, max_tokens: u64) -> Result<Vec<Item>, Error> {
             .rsplit_once("####")
             .and_then(|(_, n)| number(n.trim()))
             .ok_or_else(|| bad("the answer does not end in '#### N' with N a number"))?;
-        out.push(Item {
+        Ok(Item {
             prompt: Prompt {
                 text: format!("Question: {question}\nAnswer:"),
                 max_tokens,
                 requested_input_tokens: None,
             },
             answer: Answer::Number(want),
-        });
-    }
-    if out.is_empty() {
-        return Err(unreadable(path, "holds no GSM8K item".into()));
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// One MMLU row: question, four choices, the answer letter.

@@ -215,8 +215,14 @@ pub fn synthetic(path: &Path, seed: u64) -> Result<Vec<Prompt>, Error> {
     Ok(synthetic_prompts(&read_synthetic(path)?, seed))
 }
 
-/// One `{"prompt": ..., "max_tokens": ...}` per line; `max_tokens` defaults to `default_max`.
-pub fn jsonl(path: &Path, default_max: u64) -> Result<Vec<Prompt>, Error> {
+/// Each non-blank line of a JSONL file, parsed as JSON and mapped by `item`, which gets the
+/// line's object and a maker of errors that name the file and line. `what` names the kind of
+/// item in the error for a file with none ("prompt", "GSM8K item").
+pub(crate) fn jsonl_items<T>(
+    path: &Path,
+    what: &str,
+    mut item: impl FnMut(&Value, &dyn Fn(&str) -> Error) -> Result<T, Error>,
+) -> Result<Vec<T>, Error> {
     let file = |why: String| SettingsError::bad(Setting::Dataset, path.display(), why);
     let text = std::fs::read_to_string(path).map_err(|e| file(format!("cannot read it: {e}")))?;
     let mut out = Vec::new();
@@ -231,6 +237,17 @@ pub fn jsonl(path: &Path, default_max: u64) -> Result<Vec<Prompt>, Error> {
         };
         let v: Value =
             serde_json::from_str(line).map_err(|e| bad(&format!("not a JSON object: {e}")))?;
+        out.push(item(&v, &bad)?);
+    }
+    if out.is_empty() {
+        return Err(file(format!("holds no {what}")).into());
+    }
+    Ok(out)
+}
+
+/// One `{"prompt": ..., "max_tokens": ...}` per line; `max_tokens` defaults to `default_max`.
+pub fn jsonl(path: &Path, default_max: u64) -> Result<Vec<Prompt>, Error> {
+    jsonl_items(path, "prompt", |v, bad| {
         let prompt = v
             .get("prompt")
             .and_then(|p| p.as_str())
@@ -242,16 +259,12 @@ pub fn jsonl(path: &Path, default_max: u64) -> Result<Vec<Prompt>, Error> {
                 .filter(|&m| m >= 1)
                 .ok_or_else(|| bad("max_tokens must be a positive integer"))?,
         };
-        out.push(Prompt {
+        Ok(Prompt {
             text: prompt.to_string(),
             max_tokens,
             requested_input_tokens: None,
-        });
-    }
-    if out.is_empty() {
-        return Err(file("holds no prompt".into()).into());
-    }
-    Ok(out)
+        })
+    })
 }
 
 #[cfg(test)]

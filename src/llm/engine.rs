@@ -303,32 +303,14 @@ fn record(
     let lag = queued.unwrap_or_default();
     let ms = crate::load::driver::ms;
     let mut rec = Record {
-        index,
-        ok: false,
-        error: None,
-        failure: None,
-        sent_s: sent.as_secs_f64(),
-        send_lag_ms: ms(lag),
-        first_token_ms: None,
-        decode_ms: Vec::new(),
-        generate_ms: 0.0,
         input_tokens: Some(input_tokens as u64),
         input_token_source: TokenSource::Tokenizer,
-        generated_tokens: None,
         token_source: TokenSource::Engine,
-        generated_characters: 0,
-        token_events: 0,
         tokenizer_ms: Some(ms(encode)),
-        detokenizer_ms: None,
-        prefill_batch_size: None,
-        decode_batch_sizes: Vec::new(),
         queue_wait_us: queued
             .map(|q| vec![q.as_secs_f64() * 1e6])
             .unwrap_or_default(),
-        forward_ms: Vec::new(),
-        post_processing_ms: Vec::new(),
-        answer: None,
-        correct: None,
+        ..Record::new(index, sent.as_secs_f64(), ms(lag))
     };
     let g = match r {
         Ok(g) => g,

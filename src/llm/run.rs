@@ -338,30 +338,12 @@ fn record(plan: &LlmPlan, o: Outcome<Generation>) -> Record {
     let t = *driver::timing(&o);
     let ms = |d: Duration| driver::ms(d);
     let mut r = Record {
-        forward_ms: Vec::new(),
-        post_processing_ms: Vec::new(),
-        index: t.index,
-        ok: false,
-        error: None,
-        failure: None,
-        sent_s: t.sent.unwrap_or(t.scheduled).as_secs_f64(),
-        send_lag_ms: ms(t.send_lag()),
-        first_token_ms: None,
-        decode_ms: Vec::new(),
         generate_ms: ms(t.latency()),
-        input_tokens: None,
-        input_token_source: TokenSource::None,
-        generated_tokens: None,
-        token_source: TokenSource::None,
-        generated_characters: 0,
-        token_events: 0,
-        tokenizer_ms: None,
-        detokenizer_ms: None,
-        prefill_batch_size: None,
-        decode_batch_sizes: Vec::new(),
-        queue_wait_us: Vec::new(),
-        answer: None,
-        correct: None,
+        ..Record::new(
+            t.index,
+            t.sent.unwrap_or(t.scheduled).as_secs_f64(),
+            ms(t.send_lag()),
+        )
     };
     let g = match o {
         Err(f) => return failed(r, f.kind, &f.message),

@@ -248,6 +248,37 @@ pub struct AccuracyResult {
 }
 
 impl Record {
+    /// A request sent at `sent_s` (s after the run started), `send_lag_ms` after its schedule,
+    /// with nothing yet measured of it: not ok, no tokens, no times.
+    pub fn new(index: usize, sent_s: f64, send_lag_ms: f64) -> Self {
+        Self {
+            index,
+            ok: false,
+            error: None,
+            failure: None,
+            sent_s,
+            send_lag_ms,
+            first_token_ms: None,
+            decode_ms: Vec::new(),
+            generate_ms: 0.0,
+            input_tokens: None,
+            input_token_source: TokenSource::None,
+            generated_tokens: None,
+            token_source: TokenSource::None,
+            generated_characters: 0,
+            token_events: 0,
+            tokenizer_ms: None,
+            detokenizer_ms: None,
+            prefill_batch_size: None,
+            decode_batch_sizes: Vec::new(),
+            queue_wait_us: Vec::new(),
+            forward_ms: Vec::new(),
+            post_processing_ms: Vec::new(),
+            answer: None,
+            correct: None,
+        }
+    }
+
     /// TPOT = (GenerateTime − FirstTokenTime) / (GeneratedTokens − 1), for more than one token.
     pub fn tpot_ms(&self) -> Option<f64> {
         let (f, n) = (self.first_token_ms?, self.generated_tokens?);
