@@ -12,18 +12,30 @@ fn main() -> ExitCode {
     }
     acceval::util::isolate::install_hook();
     let cli = acceval::cli::Cli::parse();
-    match acceval::run(cli) {
-        Ok(outcome) => ExitCode::from(outcome.exit_code()),
+    let code = match acceval::run(cli) {
+        Ok(outcome) => outcome.exit_code(),
         Err(e) => {
             // A closed pipe (`acceval inspect m.onnx | head`) is not an error.
             if e.chain().any(|c| {
                 c.downcast_ref::<std::io::Error>()
                     .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
             }) {
-                return ExitCode::SUCCESS;
+                0
+            } else {
+                eprintln!("acceval: error: {e:#}");
+                2
             }
-            eprintln!("acceval: error: {e:#}");
-            ExitCode::from(2)
         }
+    };
+    if acceval::backend::abandoned_load() {
+        // A loading thread is still inside the engine: leave without running its static
+        // destructors (backend::bounded). Everything is written by now; flush what is
+        // buffered, since _exit does not.
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+        // SAFETY: _exit ends the process at once; nothing after it runs.
+        unsafe { libc::_exit(i32::from(code)) }
     }
+    ExitCode::from(code)
 }

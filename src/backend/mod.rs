@@ -142,6 +142,18 @@ pub fn default_load_timeout(model: &Path) -> std::time::Duration {
     std::time::Duration::from_secs_f64(15.0 + mb / 5.0)
 }
 
+/// Set when [`bounded`] abandoned a loading thread. That thread may still be inside the
+/// engine's C++ code, so the process must not run the engine library's static destructors
+/// at exit: ONNX Runtime 1.32 then died by a signal after printing the error (exit -1 in
+/// tests/hostile_run.rs, 3 of 3 tries). The binary ends with `_exit` when this is set
+/// ([`abandoned_load`]).
+static ABANDONED_LOAD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a loading thread was abandoned in this process (see [`bounded`]).
+pub fn abandoned_load() -> bool {
+    ABANDONED_LOAD.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Runs `stage`, a part of a load the engine cannot interrupt, on its own thread, and waits
 /// for it at most `limit`. Past it the thread is abandoned (it ends with the process, using a
 /// core until then) and the error names `what`, the time and the flag.
@@ -167,10 +179,13 @@ pub fn bounded<T: Send + 'static>(
     }
     match rx.recv_timeout(limit) {
         Ok(r) => r,
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!(
-            "{what} did not finish within {:.0} s (--load-timeout S; the default is 15 s + 1 s per 5 MB of model): {engine} cannot interrupt it, so acceval stopped waiting and abandoned the loading thread; the model is too large or too deep for {engine} (try --backend ort:cpu) or needs a longer --load-timeout",
-            limit.as_secs_f64()
-        )),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            ABANDONED_LOAD.store(true, std::sync::atomic::Ordering::SeqCst);
+            Err(format!(
+                "{what} did not finish within {:.0} s (--load-timeout S; the default is 15 s + 1 s per 5 MB of model): {engine} cannot interrupt it, so acceval stopped waiting and abandoned the loading thread; the model is too large or too deep for {engine} (try another --backend) or needs a longer --load-timeout",
+                limit.as_secs_f64()
+            ))
+        }
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
             Err(format!("{what} ended without a result"))
         }
