@@ -59,6 +59,10 @@ fn main() {
     );
     let profile = std::env::var("PROFILE").unwrap_or_default();
     println!("cargo:rustc-env=ACCEVAL_BUILD_PROFILE={profile}");
+    // The optimisation level acceval itself is compiled at (the test profile's dependencies
+    // are optimised, acceval is not): the CPU peak probe is meaningless at 0.
+    let opt = std::env::var("OPT_LEVEL").unwrap_or_default();
+    println!("cargo:rustc-env=ACCEVAL_BUILD_OPT_LEVEL={opt}");
     // `acceval --version`: "0.1.0 (commit abc..., modified; features cuda; release build)".
     let version = std::env::var("CARGO_PKG_VERSION").unwrap_or_default();
     let commit = match &commit {

@@ -9,6 +9,8 @@ pub const COMMIT: &str = env!("ACCEVAL_BUILD_COMMIT");
 pub const FEATURES: &str = env!("ACCEVAL_BUILD_FEATURES");
 /// `debug` or `release`.
 pub const PROFILE: &str = env!("ACCEVAL_BUILD_PROFILE");
+/// The opt-level acceval's own code was compiled at (`0` in a plain `cargo build`/`cargo test`).
+pub const OPT_LEVEL: &str = env!("ACCEVAL_BUILD_OPT_LEVEL");
 /// `acceval --version`: version, commit (and "modified"), features, profile.
 pub const VERSION: &str = env!("ACCEVAL_BUILD_VERSION");
 
