@@ -294,11 +294,11 @@ fn preprocessing_matches_pillow() {
     for file in [&sub[0], &sub[7], &line[0], &line[7]] {
         let img = image::decode(file).unwrap();
         let cls = image::to_nchw(
-            &image::resize_center_crop(&img, 256, 224),
+            &image::resize_center_crop(img.clone(), 256, 224),
             image::IMAGENET_MEAN,
             image::IMAGENET_STD,
         );
-        let (lb, _) = image::letterbox(&img, 640);
+        let (lb, _) = image::letterbox(img, 640);
         let det = image::to_nchw(&lb, image::UNIT_MEAN, image::UNIT_STD);
         let (pc, pd) = (tmp.path().join("cls.npy"), tmp.path().join("det.npy"));
         cls.write_npy(std::fs::File::create(&pc).unwrap()).unwrap();

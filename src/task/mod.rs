@@ -144,14 +144,14 @@ pub fn prepare_inputs(
                 let img = image::decode_bytes(bytes, name)?;
                 let t = if task == Task::Detection {
                     image::to_nchw(
-                        &image::letterbox(&img, shape[3] as u32).0,
+                        &image::letterbox(img, shape[3] as u32).0,
                         image::UNIT_MEAN,
                         image::UNIT_STD,
                     )
                 } else {
                     let short = (shape[3] as f64 * 256.0 / 224.0).round() as u32;
                     image::to_nchw(
-                        &image::resize_center_crop(&img, short, shape[3] as u32),
+                        &image::resize_center_crop(img, short, shape[3] as u32),
                         image::IMAGENET_MEAN,
                         image::IMAGENET_STD,
                     )
@@ -234,14 +234,14 @@ pub fn prepare(spec: &TaskSpec, label: &str, bytes: &[u8]) -> Result<Prepared, E
             let t = Instant::now();
             let (h, w) = (spec.input_shape[2] as u32, spec.input_shape[3] as u32);
             let (x, post) = if spec.task == Task::Detection {
-                let (im, lb) = image::letterbox(&img, w.max(h));
+                let (im, lb) = image::letterbox(img, w.max(h));
                 (
                     image::to_nchw(&im, image::UNIT_MEAN, image::UNIT_STD),
                     Post::Boxes(lb),
                 )
             } else {
                 let im =
-                    image::resize_center_crop(&img, (w as f64 * 256.0 / 224.0).round() as u32, w);
+                    image::resize_center_crop(img, (w as f64 * 256.0 / 224.0).round() as u32, w);
                 (
                     image::to_nchw(&im, image::IMAGENET_MEAN, image::IMAGENET_STD),
                     Post::Classes,

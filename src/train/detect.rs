@@ -42,7 +42,7 @@ fn scenes(
         let (jpg, boxes) = line_sample(split, k);
         hash.update(&jpg);
         let img = crate::task::image::decode_bytes(&jpg, &format!("{split}-{k:03}.jpg"))?;
-        let (lb_img, lb) = crate::task::image::letterbox(&img, ZOO_SIZE as u32);
+        let (lb_img, lb) = crate::task::image::letterbox(img, ZOO_SIZE as u32);
         let map = |b: &LabelBox| LabelBox {
             x0: b.x0 * lb.scale + lb.pad_x,
             y0: b.y0 * lb.scale + lb.pad_y,
