@@ -77,28 +77,63 @@ fn rel_l2(x: &[f64], y: &[f64]) -> f64 {
     (num / den).sqrt()
 }
 
+/// `acceval run --backend tch --model DIR/NAME.pt EXTRA...`.
+fn run_tch(dir: &Path, name: &str, extra: &[&str]) -> std::process::Output {
+    let model = dir.join(format!("{name}.pt"));
+    let mut args = vec![
+        "run",
+        "--backend",
+        "tch",
+        "--model",
+        model.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    acceval(&args)
+}
+
+/// libtorch's load runs under `--load-timeout` like tract's and ONNX Runtime's: past it the
+/// run ends with exit 2 naming the stage, and does not hang or die by a signal.
+#[test]
+fn a_tch_load_past_its_budget_ends_naming_the_stage() {
+    let Some(dir) = models() else { return };
+    let t = std::time::Instant::now();
+    let o = run_tch(dir, "resnet18", &["--load-timeout", "0.001", "--runs", "1"]);
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("libtorch's TorchScript load")
+            && all.contains("within 0.001 s (--load-timeout"),
+        "{all}"
+    );
+    assert!(t.elapsed().as_secs_f64() < 30.0, "{all}");
+    // With its default budget the same file loads.
+    let input = format!("image={}", dir.join("resnet18-input.npy").display());
+    let o = run_tch(dir, "resnet18", &["--input", &input, "--runs", "1"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
 #[test]
 fn torchscript_models_give_torchs_own_outputs_on_tch() {
     let Some(dir) = models() else { return };
     for (name, input) in [("resnet18", "image"), ("lstm", "series")] {
         let out = dir.join(format!("{name}-tch.npz"));
-        let o = acceval(&[
-            "run",
-            "--backend",
-            "tch",
-            "--model",
-            dir.join(format!("{name}.pt")).to_str().unwrap(),
-            "--input",
-            &format!(
-                "{input}={}",
-                dir.join(format!("{name}-input.npy")).display()
-            ),
-            "--output",
-            out.to_str().unwrap(),
-            "--runs",
-            "3",
-            "--json",
-        ]);
+        let arg = format!(
+            "{input}={}",
+            dir.join(format!("{name}-input.npy")).display()
+        );
+        let o = run_tch(
+            dir,
+            name,
+            &[
+                "--input",
+                &arg,
+                "--output",
+                out.to_str().unwrap(),
+                "--runs",
+                "3",
+                "--json",
+            ],
+        );
         assert!(o.status.success(), "{name}: {}", text(&o));
         let r: Value = serde_json::from_slice(&o.stdout).unwrap();
         assert!(

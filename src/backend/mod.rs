@@ -181,9 +181,11 @@ pub fn bounded<T: Send + 'static>(
         Ok(r) => r,
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
             ABANDONED_LOAD.store(true, std::sync::atomic::Ordering::SeqCst);
+            // Whole seconds print as such ("2 s"); a sub-second budget keeps its digits.
+            let secs = format!("{:.3}", limit.as_secs_f64());
+            let secs = secs.trim_end_matches('0').trim_end_matches('.');
             Err(format!(
-                "{what} did not finish within {:.0} s (--load-timeout S; the default is 15 s + 1 s per 5 MB of model): {engine} cannot interrupt it, so acceval stopped waiting and abandoned the loading thread; the model is too large or too deep for {engine} (try another --backend) or needs a longer --load-timeout",
-                limit.as_secs_f64()
+                "{what} did not finish within {secs} s (--load-timeout S; the default is 15 s + 1 s per 5 MB of model): {engine} cannot interrupt it, so acceval stopped waiting and abandoned the loading thread; the model is too large or too deep for {engine} (try another --backend) or needs a longer --load-timeout"
             ))
         }
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {

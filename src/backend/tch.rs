@@ -357,8 +357,25 @@ mod real {
             )));
         }
         let t = Instant::now();
-        let mut module = CModule::load_on_device(model, device).map_err(|e| err(e.to_string()))?;
-        module.set_eval();
+        // libtorch's load (deserialise, move to the device) cannot be interrupted: it runs on
+        // a thread acceval stops waiting for at the load budget, as tract's conversion and
+        // ONNX Runtime's session creation do.
+        let limit = opts.load_timeout_s.map_or_else(
+            || super::super::default_load_timeout(model),
+            std::time::Duration::from_secs_f64,
+        );
+        let path = model.to_path_buf();
+        let module = super::super::bounded(
+            &format!("libtorch {LIBTORCH_VERSION}"),
+            "libtorch's TorchScript load (torch::jit::load onto the device)",
+            limit,
+            move || {
+                let mut m = CModule::load_on_device(&path, device).map_err(|e| e.to_string())?;
+                m.set_eval();
+                Ok(m)
+            },
+        )
+        .map_err(err)?;
         let init_ms = t.elapsed().as_secs_f64() * 1e3;
         let names = super::forward_arguments(model);
         let mut options = BTreeMap::new();
