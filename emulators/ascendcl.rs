@@ -17,7 +17,8 @@
 //! - Faults: `ACL_FAKE_FAIL=SYMBOL:CODE[@N],...` fails the N-th call of SYMBOL (every call
 //!   without @N) with CODE and sets `aclGetRecentErrMsg`.
 //! - Latency: `ACL_FAKE_H2D_US`, `ACL_FAKE_D2H_US` and `ACL_FAKE_EXEC_US` add exact waits to
-//!   each host-to-device copy, device-to-host copy and execution.
+//!   each host-to-device copy, device-to-host copy and execution; `ACL_FAKE_LOAD_US` sleeps
+//!   in each `aclmdlLoadFromFile` (a slow load).
 //! - Stats: live allocations, buffers, datasets, descriptions, models, contexts and streams;
 //!   written as JSON to `ACL_FAKE_STATS` (a file path) at `aclrtResetDevice` and
 //!   `aclFinalize`, so a test can check that nothing leaked after teardown.
@@ -855,6 +856,12 @@ pub unsafe extern "C" fn aclmdlLoadFromFile(path: *const c_char, id: *mut u32) -
         let p = unsafe { CStr::from_ptr(path) }
             .to_string_lossy()
             .into_owned();
+        // A slow load (a large model's weights going to HBM), for the load budget's tests:
+        // a sleep, not a spin, since acceval abandons a thread stuck here.
+        std::thread::sleep(std::time::Duration::from_micros(common::env_u64(
+            "ACL_FAKE_LOAD_US",
+            0,
+        )));
         // Loading runs outside the lock (it compiles a model); registering under it.
         let model = match load_model(&p) {
             Ok(m) => m,

@@ -480,6 +480,52 @@ fn acl_errors_exit_2_naming_the_call_and_leave_no_device_memory() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
+/// ACL's model load runs under `--load-timeout` like the other engines': a load still going
+/// at the budget ends the run with exit 2 naming aclmdlLoadFromFile, in about the budget,
+/// and a load within it is timed as part of the initialisation.
+#[test]
+fn an_acl_load_past_its_budget_ends_naming_the_call() {
+    let run = |budget: &str, load_us: &str| {
+        let t = std::time::Instant::now();
+        let o = acceval(
+            &[
+                "run",
+                "--backend",
+                "acl",
+                "--model",
+                &squeezenet(),
+                "--runs",
+                "1",
+                "--load-timeout",
+                budget,
+                "--json",
+            ],
+            &[("ACL_FAKE_LOAD_US", load_us.to_string())],
+        );
+        (o, t.elapsed().as_secs_f64())
+    };
+    // ATC's conversion (cached after the first run) is not part of the load budget.
+    let (o, _) = run("30", "0");
+    assert!(o.status.success(), "{}", text(&o));
+    // A load that sleeps 60 s in the emulated aclmdlLoadFromFile, against a 1 s budget.
+    let (o, secs) = run("1", "60000000");
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("ACL's model load (aclmdlLoadFromFile) did not finish within 1 s"),
+        "{all}"
+    );
+    assert!(secs < 20.0, "took {secs:.1} s: {all}");
+    // 0.8 s of load within a 30 s budget: the run succeeds and its init time holds the wait.
+    let (o, _) = run("30", "800000");
+    assert!(o.status.success(), "{}", text(&o));
+    let init = json(&o)["timings"]["init_ms"].as_f64().unwrap();
+    assert!(
+        init >= 800.0,
+        "init {init} ms should include the 800 ms load"
+    );
+}
+
 #[test]
 fn atc_precision_is_origin_unless_asked_and_fp16_moves_the_accuracy() {
     common::zoo_model("lstm-load-forecast");

@@ -659,8 +659,8 @@ pub struct BackendArgs {
     #[arg(long, value_name = "KEY=VALUE")]
     pub ep_option: Vec<String>,
     /// The longest loading the model may take, s; past it the run ends with exit 2 naming
-    /// the stage [default: 15 s + 1 s per 5 MB of model; tract's, ONNX Runtime's and
-    /// libtorch's loads run on a thread acceval stops waiting for].
+    /// the stage [default: 15 s + 1 s per 5 MB of model; tract's, ONNX Runtime's,
+    /// libtorch's and ACL's loads run on a thread acceval stops waiting for].
     #[arg(long, value_name = "S", value_parser = parse::positive_seconds)]
     pub load_timeout: Option<f64>,
 }

@@ -173,12 +173,17 @@ impl Backend for AclBackend {
                 .map(|c| c.aicpu_ops.clone())
                 .unwrap_or_default(),
         };
+        let load_limit = opts.load_timeout_s.map_or_else(
+            || super::default_load_timeout(src.om),
+            std::time::Duration::from_secs_f64,
+        );
         Ok(Box::new(session::AclSession::open(
             acl,
             device as i32,
             src,
             info,
             timings,
+            load_limit,
         )?))
     }
 }

@@ -9,7 +9,7 @@
 
 use std::ffi::{CStr, CString, c_int};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::ffi::{self, Acl, AclError, IoDims, Ptr};
 use crate::backend::{BackendError, CopyTimes, LoadTimings, Placement, Ran, Session, SessionInfo};
@@ -298,6 +298,7 @@ impl AclSession {
         src: Source<'_>,
         mut info: SessionInfo,
         mut timings: LoadTimings,
+        load_limit: Duration,
     ) -> Result<AclSession, BackendError> {
         let t = Instant::now();
         let err = |e: String| BackendError::Load {
@@ -334,12 +335,17 @@ impl AclSession {
                     m => format!("{m}"),
                 },
             );
-            let mut id = 0u32;
-            acl.check(
-                "aclmdlLoadFromFile",
-                (api.load_from_file)(path.as_ptr(), &mut id),
-            )
-            .map_err(|e| err(e.to_string()))?;
+            let id = match load_bounded(acl, &info.engine, context.1, path, load_limit) {
+                Ok(id) => id,
+                Err(e) if crate::backend::abandoned_load() => {
+                    // The loading thread may still be inside ACL with this context current:
+                    // its handles must outlive it, so they are left to the process's end
+                    // (which follows at once, by _exit: see backend::bounded).
+                    std::mem::forget((stream, context, dev));
+                    return Err(err(e));
+                }
+                Err(e) => return Err(err(e)),
+            };
             let model = Model(acl, id);
             let d = (api.create_desc)();
             if d.is_null() {
@@ -507,6 +513,45 @@ impl AclSession {
             .check("aclrtSetCurrentContext", rc)
             .map_err(|e| self.run_err(e.to_string()))
     }
+}
+
+/// `aclmdlLoadFromFile` of `path` under `limit`. ACL cannot interrupt a load, so it runs on
+/// a thread acceval stops waiting for (backend::bounded), with the session's context made
+/// current there first: ACL contexts are per thread, and a context made on one thread may be
+/// set current on another (aclrtSetCurrentContext). The model id belongs to the context, not
+/// to the loading thread, so the session uses it from the caller's thread.
+fn load_bounded(
+    acl: &'static Acl,
+    engine: &str,
+    context: Ptr,
+    path: CString,
+    limit: Duration,
+) -> Result<u32, String> {
+    // A raw pointer is not Send; the context handle crosses as the address it is.
+    let ctx = context as usize;
+    crate::backend::bounded(
+        engine,
+        "ACL's model load (aclmdlLoadFromFile)",
+        limit,
+        move || {
+            // SAFETY: a live context of the session being opened (its guard is kept alive,
+            // or leaked if this thread is abandoned); the path is a C string; `id` is ours.
+            unsafe {
+                acl.check(
+                    "aclrtSetCurrentContext",
+                    (acl.api.set_current_context)(ctx as Ptr),
+                )
+                .map_err(|e| e.to_string())?;
+                let mut id = 0u32;
+                acl.check(
+                    "aclmdlLoadFromFile",
+                    (acl.api.load_from_file)(path.as_ptr(), &mut id),
+                )
+                .map_err(|e| e.to_string())?;
+                Ok(id)
+            }
+        },
+    )
 }
 
 /// The bytes of `t` if its element type is `dtype`: (type matches, bytes). The tensor is
