@@ -696,6 +696,26 @@ fn server_side_batch_and_queue_figures_are_reported() {
     assert_eq!(stat(run, "DecoderBatchsize", "average"), 4.0);
     assert_eq!(stat(run, "QueueWaitTime", "N"), 3.0);
     assert_eq!(stat(run, "QueueWaitTime", "average"), 250.0);
+    // MindIE's OpenAI endpoints send one value per iteration in the final usage instead.
+    let (code, v, err) = llm(&[
+        "--url",
+        &url,
+        "--model",
+        "mindie-stats",
+        "--api",
+        "openai-chat",
+        "--synthetic-config",
+        &cfg,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let run = &v["runs"][0];
+    assert_eq!(stat(run, "PrefillBatchsize", "N"), 3.0);
+    assert_eq!(stat(run, "PrefillBatchsize", "max"), 2.0);
+    assert_eq!(stat(run, "DecoderBatchsize", "N"), 12.0);
+    assert_eq!(stat(run, "DecoderBatchsize", "average"), 4.0);
+    assert_eq!(stat(run, "QueueWaitTime", "N"), 15.0); // 3 requests x 5 iterations
+    assert_eq!(stat(run, "QueueWaitTime", "max"), 250.0);
+    assert_eq!(stat(run, "QueueWaitTime", "min"), 10.0);
     // The same server without the fields: the rows are there, without samples.
     let (code, v, err) = llm(&[
         "--url",

@@ -107,6 +107,19 @@ impl Generate {
         if let Some(q) = s.queue_wait_us {
             g.queue_wait_us.push(q);
         }
+        // Per-iteration arrays in a final usage (MindIE's OpenAI endpoints), unless the
+        // events already gave the same figures one by one.
+        if let Some((&first, rest)) = piece.iteration_batch_sizes.split_first()
+            && g.prefill_batch_size.is_none()
+            && g.decode_batch_sizes.is_empty()
+        {
+            g.prefill_batch_size = Some(first);
+            g.decode_batch_sizes.extend_from_slice(rest);
+        }
+        if g.queue_wait_us.is_empty() {
+            g.queue_wait_us
+                .extend_from_slice(&piece.iteration_queue_wait_us);
+        }
         if let Some(n) = piece.completion_tokens {
             let source = if piece.from_details {
                 TokenSource::Details

@@ -130,6 +130,21 @@ impl Api {
                 if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
                     p.prompt_tokens = u.get("prompt_tokens").and_then(|x| x.as_u64());
                     p.completion_tokens = u.get("completion_tokens").and_then(|x| x.as_u64());
+                    // MindIE Server's OpenAI endpoints (with MINDIE_LLM_BENCHMARK_ENABLE set)
+                    // put one value per iteration of the request in the final usage.
+                    let per_iteration = |k: &str| -> Vec<f64> {
+                        u.get(k)
+                            .and_then(|a| a.as_array())
+                            .map(|a| {
+                                a.iter()
+                                    .filter_map(|x| x.as_f64())
+                                    .filter(|x| x.is_finite() && *x >= 0.0)
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    };
+                    p.iteration_batch_sizes = per_iteration("batch_size");
+                    p.iteration_queue_wait_us = per_iteration("queue_wait_time");
                 }
             }
             Api::Tgi => {
@@ -173,14 +188,16 @@ impl Api {
     }
 }
 
-/// The scheduler figures a server may put in each streamed event (MindIE Server does in
-/// its text streaming mode; MindIE Benchmark reports them as PrefillBatchsize,
-/// DecoderBatchsize and QueueWaitTime). Read at the event's top level or under `details`:
-/// `prefill_batch_size`, `decode_batch_size` (also `decoder_batch_size`), `batch_size` (the
-/// batch the event's token was computed in: the prefill batch on a request's first token,
-/// a decode batch after), and `queue_wait_time` (μs). No real MindIE Server was at hand to
-/// confirm these names (docs/llm.md says so); other servers send none, and the rows are
-/// then "n/a: the server does not report it".
+/// The scheduler figures a server may put in each streamed event (MindIE Benchmark reports
+/// them as PrefillBatchsize, DecoderBatchsize and QueueWaitTime). Read at the event's top
+/// level or under `details`: `batch_size` (the batch the event's token was computed in: the
+/// prefill batch on a request's first token, a decode batch after) and `queue_wait_time`
+/// (μs), which MindIE Server's Triton-style `generate_stream` sends under `details` when the
+/// request asks for details (MindIE's documentation and its benchmark's reader, docs/llm.md);
+/// also `prefill_batch_size` and `decode_batch_size` (or `decoder_batch_size`) where a server
+/// names the two apart. Its OpenAI endpoints' per-iteration arrays are read with the usage
+/// ([`Piece::iteration_batch_sizes`]). Other servers send none, and the rows are then "n/a:
+/// the server does not report it".
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct ServerStats {
     pub prefill_batch_size: Option<f64>,
@@ -314,6 +331,11 @@ pub struct Piece {
     pub from_details: bool,
     /// Batch sizes and queue wait the server reported with this piece.
     pub server: ServerStats,
+    /// The batch size of each of the request's iterations (the first: its prefill), from an
+    /// OpenAI response's `usage.batch_size` array (MindIE Server's final chunk).
+    pub iteration_batch_sizes: Vec<f64>,
+    /// Each iteration's queue wait, μs (`usage.queue_wait_time`, likewise).
+    pub iteration_queue_wait_us: Vec<f64>,
 }
 
 #[cfg(test)]
@@ -336,6 +358,18 @@ mod tests {
         let none = Api::Openai
             .read(&json!({"choices":[{"text":"a"}],"batch_size":"x","queue_wait_time":-1}));
         assert_eq!(none.server, ServerStats::default());
+        // MindIE's documented Triton-style event, and its OpenAI final chunk.
+        let p = Api::Triton.read(&json!({"text_output":"a","details":{"finish_reason":null,"generated_tokens":1,"batch_size":1,"queue_wait_time":5082},"prefill_time":28,"decode_time":null}));
+        assert_eq!(
+            (p.server.batch_size, p.server.queue_wait_us),
+            (Some(1.0), Some(5082.0))
+        );
+        let u = Api::OpenaiChat.read(&json!({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"batch_size":[2,3,3,3,1],"queue_wait_time":[5318,117,82,72,196]}}));
+        assert_eq!(u.iteration_batch_sizes, vec![2.0, 3.0, 3.0, 3.0, 1.0]);
+        assert_eq!(
+            u.iteration_queue_wait_us,
+            vec![5318.0, 117.0, 82.0, 72.0, 196.0]
+        );
     }
 
     #[test]

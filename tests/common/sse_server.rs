@@ -152,14 +152,17 @@ fn handle(mut s: TcpStream) -> std::io::Result<()> {
             json!({"token":{"id":k,"text":" tok","special":false},"generated_text": if last { json!("tok tok") } else { Value::Null },
                    "details": if last { json!({"finish_reason":"length","generated_tokens":n}) } else { Value::Null }})
         } else if path.contains("/mindie-stats/") {
-            // MindIE Server's scheduler figures: prefill batch 2, decode batch 4, and a
-            // queue wait of 250 us on the first token.
-            let mut ev = json!({"model_name":"m","model_version":"1","text_output":" tok",
-                                "batch_size": if k == 0 { 2 } else { 4 }});
+            // MindIE Server's scheduler figures where its Triton-style generate_stream puts
+            // them (under `details`): prefill batch 2, decode batch 4, and a queue wait of
+            // 250 us on the first token.
+            let mut details = json!({"finish_reason": null, "generated_tokens": k + 1,
+                                     "batch_size": if k == 0 { 2 } else { 4 }});
             if k == 0 {
-                ev["queue_wait_time"] = json!(250);
+                details["queue_wait_time"] = json!(250);
             }
-            ev
+            json!({"model_name":"m","model_version":"1","text_output":" tok","details":details,
+                   "prefill_time": if k == 0 { json!(FIRST_MS) } else { Value::Null },
+                   "decode_time": if k == 0 { Value::Null } else { json!(GAP_MS) }})
         } else {
             json!({"model_name":"m","model_version":"1","text_output":" tok"})
         };
@@ -172,7 +175,21 @@ fn handle(mut s: TcpStream) -> std::io::Result<()> {
             json!({"choices":[{"index":0,"text":"","finish_reason":"length"}]})
         };
         chunk(&mut s, &fin.to_string())?;
-        chunk(&mut s, &json!({"choices":[],"usage":{"prompt_tokens":prompt_tokens,"completion_tokens":n,"total_tokens":prompt_tokens as u64 + n}}).to_string())?;
+        let mut usage = json!({"prompt_tokens":prompt_tokens,"completion_tokens":n,"total_tokens":prompt_tokens as u64 + n});
+        if model == "mindie-stats" {
+            // MindIE Server's OpenAI endpoints (MINDIE_LLM_BENCHMARK_ENABLE): one value per
+            // iteration in the final usage: prefill batch 2, then decode batch 4; queue
+            // waits 250 us, then 10 us.
+            let k = n as usize;
+            let mut batch = vec![4; k];
+            let mut wait = vec![10; k];
+            if k > 0 {
+                (batch[0], wait[0]) = (2, 250);
+            }
+            usage["batch_size"] = json!(batch);
+            usage["queue_wait_time"] = json!(wait);
+        }
+        chunk(&mut s, &json!({"choices":[],"usage":usage}).to_string())?;
         chunk(&mut s, "[DONE]")?;
     }
     write!(s, "0\r\n\r\n")?;
