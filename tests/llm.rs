@@ -1124,3 +1124,155 @@ fn engine_mode_on_a_tiny_gguf_reports_every_engine_row_and_adds_up() {
         );
     }
 }
+
+/// Static batching in engine mode: 4 requests of one prompt length in batches of 2 give the
+/// same tokens as one at a time, every forward has batch dimension 2, the second batch waits
+/// in the queue for the first, and each request's figures still add up.
+#[test]
+fn engine_static_batching_gives_the_same_tokens_and_reports_its_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gguf, tok) = tiny_gguf(dir.path());
+    let cfg = synthetic(dir.path(), 6, 8, 4);
+    let run = |batch: &str| {
+        let (code, v, err) = llm(&[
+            "--engine",
+            "candle",
+            "--model",
+            &gguf,
+            "--tokenizer",
+            &tok,
+            "--synthetic-config",
+            &cfg,
+            "--concurrency",
+            "4",
+            "--max-batch-size",
+            batch,
+        ]);
+        assert_eq!(code, 0, "{err}\n{}", v["runs"][0]["records"][0]["error"]);
+        v
+    };
+    let (one, two) = (run("1"), run("2"));
+    assert!(
+        two["engine"].as_str().unwrap().contains("static batching"),
+        "{}",
+        two["engine"]
+    );
+    let (r1, r2) = (&one["runs"][0], &two["runs"][0]);
+    let recs = |r: &Value| {
+        let mut v: Vec<Value> = r["records"].as_array().unwrap().clone();
+        v.sort_by_key(|x| x["index"].as_u64());
+        v
+    };
+    let (a, b) = (recs(r1), recs(r2));
+    assert_eq!(b.len(), 4);
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x["generated_tokens"], 8);
+        assert_eq!(y["generated_tokens"], 8);
+        // The same greedy tokens, so the same text.
+        assert_eq!(
+            x["generated_characters"], y["generated_characters"],
+            "request {}: unbatched {x}\nbatched {y}",
+            x["index"]
+        );
+        assert_eq!(y["prefill_batch_size"], 2.0);
+        let d = y["decode_batch_sizes"].as_array().unwrap();
+        assert_eq!(d.len(), 7);
+        assert!(d.iter().all(|v| v == 2.0), "{y}");
+    }
+    assert_eq!(stat(r2, "PrefillBatchsize", "min"), 2.0);
+    assert_eq!(stat(r2, "DecoderBatchsize", "N"), 28.0);
+    assert_eq!(stat(r2, "QueueWaitTime", "N"), 4.0);
+    // Requests 2 and 3 waited for the batch of 0 and 1: at least its forwards.
+    let busy: f64 = b[0]["forward_ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .sum();
+    for y in &b[2..] {
+        let wait = y["queue_wait_us"][0].as_f64().unwrap() / 1e3;
+        assert!(
+            wait >= busy,
+            "waited {wait} ms, the first batch ran {busy} ms"
+        );
+        let lag = y["send_lag_ms"].as_f64().unwrap();
+        assert!((lag - wait).abs() < 1e-6);
+        let sum = |k: &str| -> f64 {
+            y[k].as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .sum()
+        };
+        let g = y["generate_ms"].as_f64().unwrap() - lag;
+        let stages = sum("forward_ms") + sum("post_processing_ms");
+        assert!(
+            stages <= g + 1e-6 && g - stages <= (0.1 * g).max(1.0),
+            "GenerateTime {g} ms (after the wait) against Σ stages {stages} ms"
+        );
+    }
+    // Distinct prompts of one length (GSM8K items, accuracy mode: each stops at its own
+    // end-of-sequence token, so members finish apart): batched in fours they give each
+    // request the same tokens as one at a time (its token count, its characters and the
+    // last number in its text, which the word-level vocabulary "wN" makes its last token).
+    let items = dir.path().join("gsm8k.jsonl");
+    let mut text = String::new();
+    for k in 0..4 {
+        let words: Vec<String> = (0..6).map(|i| format!("w{}", 3 + k * 13 + i * 2)).collect();
+        text.push_str(&json!({"question": words.join(" "), "answer": "so #### 5"}).to_string());
+        text.push('\n');
+    }
+    std::fs::write(&items, text).unwrap();
+    let acc = |batch: &str| {
+        let (code, v, err) = llm(&[
+            "--engine",
+            "candle",
+            "--model",
+            &gguf,
+            "--tokenizer",
+            &tok,
+            "--dataset-type",
+            "gsm8k",
+            "--dataset",
+            items.to_str().unwrap(),
+            "--test-accuracy",
+            "--max-output-len",
+            "12",
+            "--concurrency",
+            "4",
+            "--max-batch-size",
+            batch,
+        ]);
+        assert!(code == 0 || code == 1, "{err}");
+        recs(&v["runs"][0])
+    };
+    let (a, b) = (acc("1"), acc("4"));
+    assert_eq!(b.len(), 4);
+    let key = |r: &Value| {
+        (
+            r["generated_tokens"].clone(),
+            r["generated_characters"].clone(),
+            r["answer"].clone(),
+        )
+    };
+    assert!(a.iter().all(|r| r["ok"] == true), "{a:?}");
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(key(x), key(y), "unbatched {x}\nbatched {y}");
+        assert_eq!(y["prefill_batch_size"], 4.0, "{y}");
+    }
+    // A server batches on its own: the flag is engine mode's.
+    let (code, _, err) = common::acceval(&[
+        "llm",
+        "--url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+        "--max-batch-size",
+        "2",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--max-batch-size") && err.contains("engine mode"),
+        "{err}"
+    );
+}

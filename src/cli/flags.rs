@@ -34,6 +34,7 @@ impl Flag for crate::load::Setting {
             WarmupRequests => "--warmup-requests",
             RequestCount => "--request-count",
             MaxOutputLen => "--max-output-len",
+            MaxBatchSize => "--max-batch-size",
             RequestRate => "--request-rate",
             MaxEventBytes => "--max-event-bytes",
             SamplingParams => "--sampling-params",

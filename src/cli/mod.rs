@@ -1021,6 +1021,11 @@ pub struct LlmArgs {
     /// Requests in flight at once, 1..1000 (MindIE's default is 128).
     #[arg(long, default_value_t = crate::llm::settings::DEFAULT_CONCURRENCY)]
     pub concurrency: usize,
+    /// Engine mode: static batching of up to N requests whose prompts have the same token
+    /// length (prefilled together, then decoded together until each has its tokens; MindIE's
+    /// maxBatchSize). 1: no batching, each request runs alone.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub max_batch_size: usize,
     /// Open-loop request rates, req/s: one run per rate (at most --concurrency in flight).
     #[arg(long, value_delimiter = ',', value_name = "R,R,...")]
     pub request_rate: Vec<f64>,

@@ -53,6 +53,7 @@ pub fn settings(a: &LlmArgs) -> anyhow::Result<LlmSettings> {
         max_output_len: a.max_output_len,
         test_accuracy: a.test_accuracy,
         concurrency: a.concurrency,
+        max_batch_size: a.max_batch_size,
         request_rate: a.request_rate.clone(),
         distribution: a.distribution,
         seed: a.seed,

@@ -3,7 +3,8 @@
 //! concurrency as client mode and reported with the same statistics and CSVs.
 //!
 //! How it runs (the report's `engine` line says the same):
-//! - **No batching.** Each of the `concurrency` workers holds its own KV cache over the
+//! - **No batching** (the default, `--max-batch-size 1`; with more, static batching: see
+//!   [`run_batched`]). Each of the `concurrency` workers holds its own KV cache over the
 //!   shared weights and runs one request at a time, batch 1 (so PrefillBatchsize and
 //!   DecoderBatchsize are 1: the batch dimension of each forward). In a closed loop a worker
 //!   takes the next request as soon as it is free, so there is no queue (QueueWaitTime n/a);
@@ -95,13 +96,18 @@ struct Generated {
 
 fn argmax(logits: &Tensor) -> candle_core::Result<u32> {
     let v: Vec<f32> = logits.squeeze(0)?.to_vec1()?;
+    Ok(argmax_row(&v))
+}
+
+/// The index of the largest logit (the first of equals).
+fn argmax_row(v: &[f32]) -> u32 {
     let mut best = (0usize, f32::NEG_INFINITY);
     for (i, &x) in v.iter().enumerate() {
         if x > best.1 {
             best = (i, x);
         }
     }
-    Ok(best.0 as u32)
+    best.0 as u32
 }
 
 /// Generates up to `max_tokens` after `prompt` on `model` (its KV cache cleared first).
@@ -156,12 +162,124 @@ fn generate(
     Ok(g)
 }
 
+/// One static batch: `prompts` (all of one token length) prefilled in one forward of batch
+/// dimension `b`, then decoded together, one token per member per forward, until every
+/// member has its `max` tokens (or, with `stop_at`, its end-of-sequence token). A member that
+/// is done still occupies its row (static batching): its later tokens are computed and
+/// dropped. Each member's ForwardTime and PostProcessingTime are those of the batch steps it
+/// took part in (the post-processing of a step is every active member's argmax and decoding),
+/// so its GenerateTime is the sum of its steps, as without batching.
+fn generate_batch(
+    model: &mut ModelWeights,
+    tok: &tokenizers::Tokenizer,
+    prompts: &[&[u32]],
+    max: &[usize],
+    stop_at: Option<u32>,
+    stop: &AtomicBool,
+) -> Result<Vec<Generated>, String> {
+    model.clear_kv_cache();
+    let b = prompts.len();
+    let mut gs: Vec<Generated> = max
+        .iter()
+        .map(|&m| Generated {
+            token_at: Vec::with_capacity(m),
+            forward: Vec::with_capacity(m),
+            post: Vec::with_capacity(m),
+            ids: Vec::with_capacity(m),
+            text: String::new(),
+            total: Duration::ZERO,
+        })
+        .collect();
+    let mut done = vec![false; b];
+    let start = Instant::now();
+    let mut input: Vec<u32> = prompts.concat();
+    let (mut width, mut pos) = (prompts.first().map_or(0, |p| p.len()), 0);
+    let mut active = Vec::with_capacity(b);
+    while done.iter().any(|d| !d) {
+        if stop.load(Ordering::Relaxed) {
+            return Err("interrupted".into());
+        }
+        let f0 = Instant::now();
+        let forward = |model: &mut ModelWeights, x: &[u32], w: usize, at: usize| {
+            Tensor::new(x, &Device::Cpu)
+                .and_then(|t| t.reshape((b, w)))
+                .and_then(|x| model.forward(&x, at))
+                .map_err(|e| {
+                    format!("the model's forward (batch of {b}) failed at position {at}: {e}")
+                })
+        };
+        let logits = if b > 1 && width > 1 {
+            // candle 0.11.1's quantized llama cannot run a multi-token forward of batch > 1
+            // (its output projection is handed the strided last position, and a quantized
+            // matmul refuses a non-contiguous input), so a batch's prompt goes in one
+            // position at a time, batch b each: the same KV cache and logits, in `width`
+            // forwards (all counted in the first token's ForwardTime).
+            let mut column = Vec::with_capacity(b);
+            let mut last = None;
+            for t in 0..width {
+                column.clear();
+                column.extend(input.chunks(width).map(|p| p[t]));
+                last = Some(forward(model, &column, 1, pos + t)?);
+            }
+            last.ok_or("an empty prompt")?
+        } else {
+            forward(model, &input, width, pos)?
+        };
+        let rows: Vec<Vec<f32>> = logits
+            .to_vec2()
+            .map_err(|e| format!("cannot read the logits: {e}"))?;
+        let p0 = Instant::now();
+        input.clear();
+        active.clear();
+        for (j, row) in rows.iter().enumerate() {
+            let next = argmax_row(row);
+            input.push(next);
+            if done[j] {
+                continue;
+            }
+            let piece = tok
+                .decode(&[next], true)
+                .map_err(|e| format!("cannot decode token {next}: {e}"))?;
+            gs[j].text.push_str(&piece);
+            gs[j].ids.push(next);
+            active.push(j);
+        }
+        let t = Instant::now();
+        for &j in &active {
+            let g = &mut gs[j];
+            g.forward.push(p0 - f0);
+            g.post.push(t - p0);
+            g.token_at.push(t - start);
+            if g.ids.len() >= max[j] || (stop_at.is_some() && g.ids.last().copied() == stop_at) {
+                done[j] = true;
+                g.total = t - start;
+            }
+        }
+        pos += width;
+        width = 1;
+    }
+    Ok(gs)
+}
+
 /// The engine's description for the report.
 fn describe(plan: &LlmPlan) -> String {
+    let s = &plan.settings;
+    let batching = if s.max_batch_size > 1 {
+        format!(
+            "static batching: one model and KV cache; up to {} requests (--max-batch-size {}, at most --concurrency {}) whose prompts have the same token length are prefilled in one forward and decoded together until each has its tokens (a finished member's row is still computed; candle's quantized llama takes no padding mask, so lengths must match); the others wait in a FIFO queue (QueueWaitTime)",
+            s.max_batch_size.min(s.concurrency),
+            s.max_batch_size,
+            s.concurrency
+        )
+    } else {
+        format!(
+            "no batching: each of {} workers runs one request at a time (batch 1) on its own KV cache, the weights shared",
+            s.concurrency
+        )
+    };
     format!(
-        "candle {} quantized llama (GGUF) on the CPU, in-process; no batching: each of {} workers runs one request at a time (batch 1) on its own KV cache, the weights shared; greedy sampling; {}",
+        "candle {} quantized llama (GGUF) on the CPU, in-process; {batching}; greedy sampling; {}",
         CANDLE_VERSION,
-        plan.settings.concurrency,
         if plan.answers.is_empty() {
             "each request generates exactly its max_tokens (end-of-sequence ignored)"
         } else {
@@ -194,11 +312,23 @@ pub fn measure(
         encoded.push((e.get_ids().to_vec(), t0.elapsed()));
     }
     let stop_at = (!plan.answers.is_empty()).then_some(loaded.eos).flatten();
+    let work = Work {
+        plan,
+        loaded: &loaded,
+        tok,
+        encoded: &encoded,
+        stop_at,
+        stop,
+        progress,
+    };
     // `offsets`: an open loop's scheduled start of each request, s (None: a closed loop).
     let run = |n: usize,
                measured: bool,
                offsets: Option<&[f64]>|
      -> (Vec<Record>, Duration, bool) {
+        if s.max_batch_size > 1 {
+            return run_batched(&work, n, measured, offsets);
+        }
         let next = AtomicUsize::new(0);
         let out = Mutex::new(Vec::with_capacity(n));
         let t0 = Instant::now();
@@ -234,7 +364,8 @@ pub fn measure(
                         } else {
                             generate(&mut model, tok, ids, max, stop_at, stop)
                         };
-                        let rec = record(plan, tok, i, k, ids.len(), *enc_time, sent, queued, r);
+                        let rec =
+                            record(plan, tok, i, k, ids.len(), *enc_time, sent, queued, r, 1);
                         if measured {
                             progress.inc(1);
                         }
@@ -286,6 +417,149 @@ pub fn measure(
     Ok(super::run::report(plan, runs, Some(describe(plan))))
 }
 
+/// What a run reads, shared by the unbatched workers and the static batcher.
+struct Work<'a> {
+    plan: &'a LlmPlan,
+    loaded: &'a Loaded,
+    tok: &'a tokenizers::Tokenizer,
+    /// Each prompt's token ids and its encoding time.
+    encoded: &'a [(Vec<u32>, Duration)],
+    stop_at: Option<u32>,
+    stop: &'a AtomicBool,
+    progress: &'a Progress,
+}
+
+/// `n` requests under static batching (`--max-batch-size` > 1) on one model: requests wait
+/// in a FIFO queue; when the engine is free it takes the oldest and, after it, the next
+/// ones with the same prompt length, up to the cap, and runs them as one batch
+/// ([`generate_batch`]). In a closed loop `concurrency` clients send at once and each sends
+/// its next request when its last token came; in an open loop a request joins the queue at
+/// its scheduled time. Each request's QueueWaitTime is its wait from joining the queue to its
+/// batch's start, and its times count from joining, as in client mode.
+fn run_batched(
+    w: &Work<'_>,
+    n: usize,
+    measured: bool,
+    offsets: Option<&[f64]>,
+) -> (Vec<Record>, Duration, bool) {
+    let s = &w.plan.settings;
+    let cap = s.max_batch_size.min(s.concurrency).max(1);
+    let len = w.encoded.len().max(1);
+    let mut model = w.loaded.model.clone();
+    let mut recs = Vec::with_capacity(n);
+    // (request index, when it joined the queue since t0), oldest first.
+    let mut queue: std::collections::VecDeque<(usize, Duration)> =
+        std::collections::VecDeque::with_capacity(n.min(s.concurrency.max(cap)));
+    let mut next = 0;
+    let t0 = Instant::now();
+    if offsets.is_none() {
+        while next < n.min(s.concurrency) {
+            queue.push_back((next, Duration::ZERO));
+            next += 1;
+        }
+    }
+    while !w.stop.load(Ordering::Relaxed) {
+        if let Some(o) = offsets {
+            let now = t0.elapsed();
+            while next < n && Duration::from_secs_f64(o[next]) <= now {
+                queue.push_back((next, Duration::from_secs_f64(o[next])));
+                next += 1;
+            }
+            if queue.is_empty() {
+                if next >= n {
+                    break;
+                }
+                let at = Duration::from_secs_f64(o[next]);
+                std::thread::sleep(
+                    at.saturating_sub(t0.elapsed())
+                        .min(Duration::from_millis(20)),
+                );
+                continue;
+            }
+        } else if queue.is_empty() {
+            break;
+        }
+        let want = queue
+            .front()
+            .map_or(0, |&(i, _)| w.encoded[i % len].0.len());
+        let mut batch = Vec::with_capacity(cap);
+        queue.retain(|&(i, at)| {
+            let take = batch.len() < cap && w.encoded[i % len].0.len() == want;
+            if take {
+                batch.push((i, at));
+            }
+            !take
+        });
+        let start = t0.elapsed();
+        let fits = |i: usize| want + w.plan.max_tokens[i % len] as usize <= w.loaded.context;
+        let (fit, unfit): (Vec<_>, Vec<_>) = batch.into_iter().partition(|&(i, _)| fits(i));
+        let rec = |i: usize, at: Duration, r: Result<Generated, String>, b: usize| {
+            let k = i % len;
+            record(
+                w.plan,
+                w.tok,
+                i,
+                k,
+                want,
+                w.encoded[k].1,
+                start,
+                Some(start.saturating_sub(at)),
+                r,
+                b,
+            )
+        };
+        // (when the request's last token came, its record)
+        let mut finished: Vec<(Duration, Record)> = unfit
+            .into_iter()
+            .map(|(i, at)| {
+                let why = format!(
+                    "prompt {want} + max_tokens {} tokens exceed the model's context of {}",
+                    w.plan.max_tokens[i % len],
+                    w.loaded.context
+                );
+                (start, rec(i, at, Err(why), 1))
+            })
+            .collect();
+        if !fit.is_empty() {
+            let prompts: Vec<&[u32]> = fit
+                .iter()
+                .map(|&(i, _)| w.encoded[i % len].0.as_slice())
+                .collect();
+            let max: Vec<usize> = fit
+                .iter()
+                .map(|&(i, _)| w.plan.max_tokens[i % len] as usize)
+                .collect();
+            let b = fit.len();
+            match generate_batch(&mut model, w.tok, &prompts, &max, w.stop_at, w.stop) {
+                Ok(gs) => {
+                    for ((i, at), g) in fit.into_iter().zip(gs) {
+                        finished.push((start + g.total, rec(i, at, Ok(g), b)));
+                    }
+                }
+                Err(e) => {
+                    let end = t0.elapsed();
+                    for (i, at) in fit {
+                        finished.push((end, rec(i, at, Err(e.clone()), b)));
+                    }
+                }
+            }
+        }
+        finished.sort_by_key(|f| f.0);
+        for (end, r) in finished {
+            if measured {
+                w.progress.inc(1);
+            }
+            if offsets.is_none() && next < n {
+                queue.push_back((next, end));
+                next += 1;
+            }
+            recs.push(r);
+        }
+    }
+    recs.sort_by_key(|r| r.index);
+    (recs, t0.elapsed(), w.stop.load(Ordering::Relaxed))
+}
+
 /// One request's record.
 #[allow(clippy::too_many_arguments)]
 fn record(
@@ -298,6 +572,7 @@ fn record(
     sent: Duration,
     queued: Option<Duration>,
     r: Result<Generated, String>,
+    batch: usize,
 ) -> Record {
     // Open loop: the times count from the scheduled start, as in client mode.
     let lag = queued.unwrap_or_default();
@@ -333,9 +608,9 @@ fn record(
     rec.generated_characters = g.text.chars().count() as u64;
     rec.forward_ms = g.forward.iter().map(|&d| ms(d)).collect();
     rec.post_processing_ms = g.post.iter().map(|&d| ms(d)).collect();
-    // Every forward here has batch dimension 1.
-    rec.prefill_batch_size = Some(1.0);
-    rec.decode_batch_sizes = vec![1.0; g.ids.len().saturating_sub(1)];
+    // The batch dimension of the request's forwards (static batching keeps it to the end).
+    rec.prefill_batch_size = Some(batch as f64);
+    rec.decode_batch_sizes = vec![batch as f64; g.ids.len().saturating_sub(1)];
     let t0 = Instant::now();
     let whole = tok.decode(&g.ids, true);
     rec.detokenizer_ms = whole.is_ok().then(|| ms(t0.elapsed()));

@@ -90,6 +90,8 @@ pub struct LlmSettings {
     /// Accuracy mode: score each answer (GSM8K and MMLU datasets only).
     pub test_accuracy: bool,
     pub concurrency: usize,
+    /// Engine mode: requests per static batch at most (1: no batching).
+    pub max_batch_size: usize,
     /// Open-loop rates, one run each; empty = one closed-loop run at `concurrency`.
     pub request_rate: Vec<f64>,
     pub distribution: Arrival,
@@ -122,6 +124,7 @@ impl LlmSettings {
             max_output_len: DEFAULT_MAX_OUTPUT_LEN,
             test_accuracy: false,
             concurrency: DEFAULT_CONCURRENCY,
+            max_batch_size: 1,
             request_rate: Vec::new(),
             distribution: Arrival::Poisson,
             seed: DEFAULT_SEED,
@@ -146,6 +149,19 @@ impl LlmSettings {
             MAX_CONCURRENCY,
             "requests in flight",
         )?;
+        count(
+            Setting::MaxBatchSize,
+            self.max_batch_size,
+            1,
+            MAX_CONCURRENCY,
+            "requests per batch",
+        )?;
+        if self.engine.is_none() && self.max_batch_size != 1 {
+            return Err(SettingsError::says(
+                Setting::MaxBatchSize,
+                "is engine mode's (--engine): a server forms its own batches".to_string(),
+            ));
+        }
         count(
             Setting::WarmupRequests,
             self.warmup,

@@ -33,6 +33,8 @@ pub enum Setting {
     WarmupRequests,
     RequestCount,
     MaxOutputLen,
+    /// Engine mode's static batch cap (`LlmSettings::max_batch_size`).
+    MaxBatchSize,
     RequestRate,
     MaxEventBytes,
     SamplingParams,
@@ -71,6 +73,7 @@ impl Setting {
             Setting::WarmupRequests => "warmup",
             Setting::RequestCount => "request_count",
             Setting::MaxOutputLen => "max_output_len",
+            Setting::MaxBatchSize => "max_batch_size",
             Setting::RequestRate => "request_rate",
             Setting::MaxEventBytes => "max_event_bytes",
             Setting::SamplingParams => "sampling_params",

@@ -392,7 +392,7 @@ pub fn why_missing(metric: &str, engine: bool) -> &'static str {
             "the server does not report it"
         }
         ("QueueWaitTime", true) => {
-            "no queue in engine mode's closed loop (a worker takes the next request when it is free; request rates measure it)"
+            "no queue in engine mode's unbatched closed loop (a worker takes the next request when it is free; request rates or --max-batch-size measure it)"
         }
         _ => "no sample",
     }
