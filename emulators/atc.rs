@@ -9,6 +9,7 @@
 //! FP16 (and, in the fp16 modes, its FP32 inputs and outputs), so the accuracy grade moves
 //! as it would on the card. Operators named in `ATC_FAKE_AICPU_OPS` (default
 //! NonMaxSuppression, NonZero, Unique, TopK) are reported as placed on the AI CPU.
+//! `ATC_FAKE_SLEEP_MS` makes it sleep that long before it starts (a slow compile).
 //! It is an emulator: its output says so, and no real device can load what it writes.
 
 #[path = "common.rs"]
@@ -128,6 +129,11 @@ fn parse_shapes(s: &str) -> BTreeMap<String, Vec<i64>> {
 }
 
 fn main() {
+    // A slow compile, for acceval's conversion budget: `ATC_FAKE_SLEEP_MS`.
+    std::thread::sleep(std::time::Duration::from_millis(common::env_u64(
+        "ATC_FAKE_SLEEP_MS",
+        0,
+    )));
     let mut args = BTreeMap::new();
     for a in std::env::args().skip(1) {
         if a == "--help" || a == "-h" {

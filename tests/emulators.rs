@@ -480,11 +480,11 @@ fn acl_errors_exit_2_naming_the_call_and_leave_no_device_memory() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
-/// ACL's model load runs under `--load-timeout` like the other engines': a load still going
+/// ACL's model load and ATC's conversion run under `--load-timeout` like the other engines': a load still going
 /// at the budget ends the run with exit 2 naming aclmdlLoadFromFile, in about the budget,
 /// and a load within it is timed as part of the initialisation.
 #[test]
-fn an_acl_load_past_its_budget_ends_naming_the_call() {
+fn acl_load_and_atc_past_their_budget_end_naming_the_stage() {
     let run = |budget: &str, load_us: &str| {
         let t = std::time::Instant::now();
         let o = acceval(
@@ -516,6 +516,47 @@ fn an_acl_load_past_its_budget_ends_naming_the_call() {
         "{all}"
     );
     assert!(secs < 20.0, "took {secs:.1} s: {all}");
+    // ATC's conversion is a child process under the same budget: one that would compile for
+    // 60 s is killed at 1 s, and nothing is cached, so the next run converts afresh.
+    let cache = tempfile::tempdir().unwrap();
+    let convert = |budget: &str, sleep_ms: &str| {
+        let t = std::time::Instant::now();
+        let o = acceval(
+            &[
+                "run",
+                "--backend",
+                "acl",
+                "--model",
+                &squeezenet(),
+                "--runs",
+                "1",
+                "--load-timeout",
+                budget,
+                "--json",
+            ],
+            &[
+                ("ATC_FAKE_SLEEP_MS", sleep_ms.to_string()),
+                ("ACCEVAL_CACHE", cache.path().display().to_string()),
+            ],
+        );
+        (o, t.elapsed().as_secs_f64())
+    };
+    let (o, secs) = convert("1", "60000");
+    let all = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("ATC's conversion (ONNX → .om) did not finish within 1 s")
+            && all.contains("acceval killed it"),
+        "{all}"
+    );
+    assert!(secs < 20.0, "took {secs:.1} s: {all}");
+    let (o, _) = convert("30", "0");
+    assert!(o.status.success(), "{}", text(&o));
+    let note = json(&o)["timings"]["convert_note"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(note.contains("this run's conversion"), "{note}");
     // 0.8 s of load within a 30 s budget: the run succeeds and its init time holds the wait.
     let (o, _) = run("30", "800000");
     assert!(o.status.success(), "{}", text(&o));

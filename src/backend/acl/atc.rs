@@ -7,7 +7,7 @@
 //! (`--ep-option precision_mode=MODE`), and the session options record the mode used.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -117,11 +117,14 @@ fn identity(atc: &Path) -> String {
 }
 
 /// Converts `onnx` for `soc` at `shapes` in `precision` mode, or returns the cached `.om`.
+/// An `atc` still running after `limit` is killed (with anything it started) and the
+/// conversion fails naming the budget.
 pub fn convert(
     onnx: &Path,
     soc: &str,
     shapes: &[(String, Vec<usize>)],
     precision: &str,
+    limit: Duration,
 ) -> Result<Conversion, String> {
     let atc = find_atc()?;
     let bytes =
@@ -169,22 +172,13 @@ pub fn convert(
         "--log=error".into(),
     ];
     let t = Instant::now();
-    let out = std::process::Command::new(&atc)
-        .args(&args)
-        .output()
-        .map_err(|e| format!("cannot run '{}': {e}", atc.display()))?;
+    let (status, log) = run_bounded(&atc, &args, &dir.join("atc.log"), limit)?;
     let convert_ms = t.elapsed().as_secs_f64() * 1e3;
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
     let om = dir.join("model.om");
-    if !out.status.success() || !om.is_file() {
+    if !status.success() || !om.is_file() {
         let tail: Vec<&str> = log.lines().rev().take(8).collect();
         return Err(format!(
-            "atc failed ({}): {}",
-            out.status,
+            "atc failed ({status}): {}",
             tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
         ));
     }
@@ -202,8 +196,56 @@ pub fn convert(
     let json = serde_json::to_vec_pretty(&c).map_err(|e| e.to_string())?;
     crate::util::fs::write_atomic(&meta_path, &json)
         .map_err(|e| format!("cannot write '{}': {e}", meta_path.display()))?;
-    let _ = std::fs::write(dir.join("atc.log"), &log);
     Ok(c)
+}
+
+/// Runs `atc ARGS` in its own process group with its output (stdout and stderr, interleaved
+/// as written) in `log`, for at most `limit`: past it the whole group is killed (SIGKILL)
+/// and reaped. Returns its exit status and its output.
+fn run_bounded(
+    atc: &Path,
+    args: &[String],
+    log: &Path,
+    limit: Duration,
+) -> Result<(std::process::ExitStatus, String), String> {
+    use std::os::unix::process::CommandExt;
+    let file = std::fs::File::create(log)
+        .map_err(|e| format!("cannot create ATC's log '{}': {e}", log.display()))?;
+    let err_file = file
+        .try_clone()
+        .map_err(|e| format!("cannot share ATC's log: {e}"))?;
+    let mut child = std::process::Command::new(atc)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(file)
+        .stderr(err_file)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot run '{}': {e}", atc.display()))?;
+    let t = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if t.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                // SAFETY: kill(2) on the child's own process group (its pid, made leader by
+                // process_group(0)); the child is not yet reaped, so the pid is still ours.
+                unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+                let _ = child.wait();
+                let secs = format!("{:.3}", limit.as_secs_f64());
+                let secs = secs.trim_end_matches('0').trim_end_matches('.');
+                return Err(format!(
+                    "ATC's conversion (ONNX → .om) did not finish within {secs} s (--load-timeout S; by default the larger of 600 s and 15 s + 1 s per 5 MB of model, since ATC compiles for minutes): acceval killed it; its output so far is in '{}'",
+                    log.display()
+                ));
+            }
+            Err(e) => return Err(format!("cannot wait for atc: {e}")),
+        }
+    };
+    let text = std::fs::read(log)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    Ok((status, text))
 }
 
 #[cfg(test)]

@@ -228,7 +228,13 @@ fn prepare(
             )
         }
         "onnx" => {
-            let c = atc::convert(model, soc, &opts.input_shapes, precision).map_err(&err)?;
+            // ATC compiles for minutes on a large model: by default it gets at least 600 s,
+            // as an ONNX Runtime device provider's session does.
+            let limit = opts.load_timeout_s.map_or_else(
+                || super::default_load_timeout(model).max(std::time::Duration::from_secs(600)),
+                std::time::Duration::from_secs_f64,
+            );
+            let c = atc::convert(model, soc, &opts.input_shapes, precision, limit).map_err(&err)?;
             options.insert("precision_mode".into(), precision.to_string());
             options.insert("atc".into(), format!("{} {}", c.atc, c.args.join(" ")));
             options.insert("om".into(), c.om.display().to_string());
