@@ -480,9 +480,9 @@ fn acl_errors_exit_2_naming_the_call_and_leave_no_device_memory() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
-/// ACL's model load and ATC's conversion run under `--load-timeout` like the other engines': a load still going
-/// at the budget ends the run with exit 2 naming aclmdlLoadFromFile, in about the budget,
-/// and a load within it is timed as part of the initialisation.
+/// ACL's model load and ATC's conversion run under `--load-timeout` like the other engines'
+/// loads: one still going at the budget ends the run with exit 2 naming the stage, in about
+/// the budget, and a load within it is timed as part of the initialisation.
 #[test]
 fn acl_load_and_atc_past_their_budget_end_naming_the_stage() {
     let run = |budget: &str, load_us: &str| {
