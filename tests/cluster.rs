@@ -425,6 +425,9 @@ fn ctrl_c_on_mpirun_stops_every_rank_and_each_writes_its_file_marked_incomplete(
         .args(["bench", "--model", "lstm-load-forecast", "--runs", "300000"])
         .arg("--cluster")
         .arg(&d)
+        // mpirun forwards its stdin to rank 0: it would read the test runner's (in CI, the
+        // list of tests still to run).
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
