@@ -485,7 +485,8 @@ fn acl_errors_exit_2_naming_the_call_and_leave_no_device_memory() {
 /// the budget, and a load within it is timed as part of the initialisation.
 #[test]
 fn acl_load_and_atc_past_their_budget_end_naming_the_stage() {
-    let run = |budget: &str, load_us: &str| {
+    // `run --backend acl` under `budget` with `env`: its output and wall time, s.
+    let timed = |budget: &str, env: &[(&str, String)]| {
         let t = std::time::Instant::now();
         let o = acceval(
             &[
@@ -500,10 +501,12 @@ fn acl_load_and_atc_past_their_budget_end_naming_the_stage() {
                 budget,
                 "--json",
             ],
-            &[("ACL_FAKE_LOAD_US", load_us.to_string())],
+            env,
         );
         (o, t.elapsed().as_secs_f64())
     };
+    let run =
+        |budget: &str, load_us: &str| timed(budget, &[("ACL_FAKE_LOAD_US", load_us.to_string())]);
     // ATC's conversion (cached after the first run) is not part of the load budget.
     let (o, _) = run("30", "0");
     assert!(o.status.success(), "{}", text(&o));
@@ -520,26 +523,13 @@ fn acl_load_and_atc_past_their_budget_end_naming_the_stage() {
     // 60 s is killed at 1 s, and nothing is cached, so the next run converts afresh.
     let cache = tempfile::tempdir().unwrap();
     let convert = |budget: &str, sleep_ms: &str| {
-        let t = std::time::Instant::now();
-        let o = acceval(
-            &[
-                "run",
-                "--backend",
-                "acl",
-                "--model",
-                &squeezenet(),
-                "--runs",
-                "1",
-                "--load-timeout",
-                budget,
-                "--json",
-            ],
+        timed(
+            budget,
             &[
                 ("ATC_FAKE_SLEEP_MS", sleep_ms.to_string()),
                 ("ACCEVAL_CACHE", cache.path().display().to_string()),
             ],
-        );
-        (o, t.elapsed().as_secs_f64())
+        )
     };
     let (o, secs) = convert("1", "60000");
     let all = text(&o);

@@ -261,6 +261,20 @@ fn generate_batch(
     Ok(gs)
 }
 
+/// Each prompt's token ids, encoded once, and the encoding's time (MindIE's Tokenizer row).
+fn encode(plan: &LlmPlan, tok: &tokenizers::Tokenizer) -> Result<Vec<(Vec<u32>, Duration)>, Error> {
+    plan.prompts
+        .iter()
+        .map(|p| {
+            let t0 = Instant::now();
+            let e = tok
+                .encode(p.as_str(), true)
+                .map_err(|e| Error::Engine(format!("the tokenizer cannot encode a prompt: {e}")))?;
+            Ok((e.get_ids().to_vec(), t0.elapsed()))
+        })
+        .collect()
+}
+
 /// The engine's description for the report.
 fn describe(plan: &LlmPlan) -> String {
     let s = &plan.settings;
@@ -302,15 +316,7 @@ pub fn measure(
         .ok_or_else(|| Error::Engine("engine mode needs a tokenizer".into()))?;
     progress.note(format!("acceval llm: loading {} (candle, CPU)", s.model));
     let loaded = load(&s.model)?;
-    // Encode each prompt once, timed (MindIE's Tokenizer row, per request below).
-    let mut encoded = Vec::with_capacity(plan.prompts.len());
-    for p in &plan.prompts {
-        let t0 = Instant::now();
-        let e = tok
-            .encode(p.as_str(), true)
-            .map_err(|e| Error::Engine(format!("the tokenizer cannot encode a prompt: {e}")))?;
-        encoded.push((e.get_ids().to_vec(), t0.elapsed()));
-    }
+    let encoded = encode(plan, tok)?;
     let stop_at = (!plan.answers.is_empty()).then_some(loaded.eos).flatten();
     let work = Work {
         plan,
@@ -479,17 +485,7 @@ fn run_batched(
         } else if queue.is_empty() {
             break;
         }
-        let want = queue
-            .front()
-            .map_or(0, |&(i, _)| w.encoded[i % len].0.len());
-        let mut batch = Vec::with_capacity(cap);
-        queue.retain(|&(i, at)| {
-            let take = batch.len() < cap && w.encoded[i % len].0.len() == want;
-            if take {
-                batch.push((i, at));
-            }
-            !take
-        });
+        let (want, batch) = take_batch(&mut queue, w.encoded, cap);
         let start = t0.elapsed();
         let fits = |i: usize| want + w.plan.max_tokens[i % len] as usize <= w.loaded.context;
         let (fit, unfit): (Vec<_>, Vec<_>) = batch.into_iter().partition(|&(i, _)| fits(i));
@@ -558,6 +554,26 @@ fn run_batched(
     }
     recs.sort_by_key(|r| r.index);
     (recs, t0.elapsed(), w.stop.load(Ordering::Relaxed))
+}
+
+/// Takes the next static batch out of `queue`: its oldest request and, after it, the next
+/// ones whose prompts have its token length, up to `cap`. Returns that length and the batch.
+fn take_batch(
+    queue: &mut std::collections::VecDeque<(usize, Duration)>,
+    encoded: &[(Vec<u32>, Duration)],
+    cap: usize,
+) -> (usize, Vec<(usize, Duration)>) {
+    let len = encoded.len().max(1);
+    let want = queue.front().map_or(0, |&(i, _)| encoded[i % len].0.len());
+    let mut batch = Vec::with_capacity(cap);
+    queue.retain(|&(i, at)| {
+        let take = batch.len() < cap && encoded[i % len].0.len() == want;
+        if take {
+            batch.push((i, at));
+        }
+        !take
+    });
+    (want, batch)
 }
 
 /// One request's record.
