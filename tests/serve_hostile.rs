@@ -668,9 +668,14 @@ fn bad_limits_are_refused_naming_the_flag() {
 
 /// Half of `ROW` sent with its full Content-Length: the request is admitted and in flight.
 fn half_sent(addr: &str) -> TcpStream {
+    half_sent_with(addr, "Connection: close\r\n")
+}
+
+/// As [`half_sent`], with the given extra header lines (none: a keep-alive request).
+fn half_sent_with(addr: &str, extra: &str) -> TcpStream {
     let mut s = TcpStream::connect(addr).unwrap();
     let head = format!(
-        "POST {INFER} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        "POST {INFER} HTTP/1.1\r\nHost: t\r\n{extra}Content-Length: {}\r\n\r\n",
         ROW.len()
     );
     s.write_all(head.as_bytes()).unwrap();
@@ -715,6 +720,8 @@ fn exited_within(child: &mut Child, cap: Duration) -> Option<f64> {
 fn sigterm_drains_the_requests_in_flight_and_turns_new_ones_away_with_503() {
     let mut s = Server::start(&["--drain-timeout", "20"]);
     let mut held: Vec<TcpStream> = (0..3).map(|_| half_sent(&s.addr)).collect();
+    // A keep-alive request admitted before the signal.
+    let mut kept = half_sent_with(&s.addr, "");
     std::thread::sleep(Duration::from_millis(300));
     sigterm(&s.child);
     std::thread::sleep(Duration::from_millis(300));
@@ -732,6 +739,17 @@ fn sigterm_drains_the_requests_in_flight_and_turns_new_ones_away_with_503() {
         let (got, _) = read_until_close(h, 10);
         assert_eq!(status(&got), 200, "{got}");
     }
+    // The keep-alive one is answered with `Connection: close` and its connection closed by
+    // the server after the answer, so its client never sends on a connection the
+    // shutdown closes.
+    kept.write_all(&ROW[ROW.len() / 2..]).unwrap();
+    let (got, closed) = read_until_close(&mut kept, 3);
+    assert_eq!(status(&got), 200, "{got}");
+    assert!(
+        got.to_ascii_lowercase().contains("connection: close"),
+        "{got}"
+    );
+    assert!(closed, "the connection stayed open after the answer: {got}");
     // ...and then the server exits at once, well before the drain timeout.
     let took = exited_within(&mut s.child, Duration::from_secs(10)).expect("exit after the drain");
     assert!(took < 5.0, "{took} s");

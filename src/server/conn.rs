@@ -3,8 +3,9 @@
 //! request head must arrive within `header`, the body within `body` (enforced where the body
 //! is read, in `body.rs`), and a keep-alive connection with no request is closed after
 //! `idle`; a response the client does not read for `idle` is dropped too. Over the cap a new
-//! connection is closed at once. Graceful shutdown stops accepting, lets every request in
-//! progress finish, and closes idle connections.
+//! connection is closed at once. Graceful shutdown lets every request in progress finish,
+//! ends each connection with its answer, and only then stops accepting and closes the idle
+//! connections left (see [`serve`]).
 //!
 //! The head and idle deadlines live in [`Watched`], a wrapper of the socket that fails a read
 //! once its deadline has passed; the connection's service moves the phase along (a request
@@ -16,6 +17,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -248,8 +250,13 @@ impl Drop for Tracked {
 
 /// Serves HTTP/1.1 on one accepted socket until the client leaves, a timeout closes it, or
 /// the graceful shutdown does.
-async fn serve_one<S>(io: S, router: Router, limits: ConnLimits, watcher: Watcher)
-where
+async fn serve_one<S>(
+    io: S,
+    router: Router,
+    limits: ConnLimits,
+    watcher: Watcher,
+    closing: Arc<AtomicBool>,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let phase = Arc::new(Phase::new(limits));
@@ -259,8 +266,17 @@ where
         phase.busy();
         let fut = hyper::service::Service::call(&svc, req);
         let phase = Arc::clone(&phase);
+        let closing = Arc::clone(&closing);
         async move {
-            let resp = fut.await?;
+            let mut resp = fut.await?;
+            // Past the stop signal every answer ends its connection, so no client is left
+            // with an idle keep-alive connection that the shutdown would close under it.
+            if closing.load(Ordering::SeqCst) {
+                resp.headers_mut().insert(
+                    hyper::header::CONNECTION,
+                    hyper::header::HeaderValue::from_static("close"),
+                );
+            }
             Ok::<_, Infallible>(resp.map(|inner| Tracked { inner, phase }))
         }
     });
@@ -282,10 +298,24 @@ pub struct Drained {
     pub cut: usize,
 }
 
+/// After the drain, the longest wait for the open connections to close by themselves.
+const LINGER: Duration = Duration::from_secs(1);
+
 /// Accepts connections on `listener` until `stop` resolves, then drains: it goes on
-/// accepting (the service answers new requests 503 by then) until `inflight()` is 0 or
-/// `drain_timeout` has passed, then closes the listener and waits, within what is left of
-/// the drain time, for the connections to finish their responses.
+/// accepting (the service answers new requests 503 by then, and every answer from then on
+/// says `Connection: close`) until `inflight()` is 0 or `drain_timeout` has passed. Then it
+/// accepts what is already queued and closes the listener, waits up to [`LINGER`] (within
+/// the drain time) for the open connections to close after their answers, and only then
+/// closes the idle ones left and waits, within what is left of the drain time, for the
+/// responses still being written.
+///
+/// Why the order: a connection closed by the server while its client is sending on it is a
+/// request lost without an answer (HTTP/1.1 cannot tell the client it was never read). A
+/// listener closed with connections in its queue resets them after their clients' connect
+/// succeeded; an idle keep-alive connection closed at the drain's end may be the one its
+/// client just picked. Answering with `Connection: close` and letting connections end after
+/// their answers leaves only the connections a client holds idle and does not use for
+/// [`LINGER`] to be closed under it.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
@@ -295,6 +325,7 @@ pub async fn serve(
     inflight: impl Fn() -> usize,
 ) -> Drained {
     let graceful = GracefulShutdown::new();
+    let closing = Arc::new(AtomicBool::new(false));
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let accept = |stream: tokio::net::TcpStream| {
         // Over the cap the connection is closed at once (dropped).
@@ -308,15 +339,16 @@ pub async fn serve(
         // Taken before the task starts, so a shutdown signalled during a TLS handshake still
         // reaches the connection (and waits for it).
         let watcher = graceful.watcher();
+        let closing = Arc::clone(&closing);
         tokio::spawn(async move {
             let _permit = permit;
             match tls {
-                None => serve_one(stream, router, limits, watcher).await,
+                None => serve_one(stream, router, limits, watcher, closing).await,
                 Some(acceptor) => {
                     let handshake =
                         tokio::time::timeout(limits.header_timeout, acceptor.accept(stream));
                     if let Ok(Ok(s)) = handshake.await {
-                        serve_one(s, router, limits, watcher).await;
+                        serve_one(s, router, limits, watcher, closing).await;
                     }
                 }
             }
@@ -333,6 +365,7 @@ pub async fn serve(
             _ = &mut stop => break,
         }
     }
+    closing.store(true, Ordering::SeqCst);
     let started = tokio::time::Instant::now();
     let deadline = started + limits.drain_timeout;
     // New requests still reach the service (and get 503) while the admitted ones finish.
@@ -343,9 +376,19 @@ pub async fn serve(
             _ = tick.tick() => {},
         }
     }
+    // The connections already queued are taken (and answered 503) rather than reset.
+    let mut cx = Context::from_waker(Waker::noop());
+    while let Poll::Ready(Ok((s, _))) = listener.poll_accept(&mut cx) {
+        accept(s);
+    }
     drop(listener);
-    // Idle connections close at once; responses being written finish first, within the
-    // drain time.
+    let open = || limits.max_connections - slots.available_permits();
+    let linger_end = deadline.min(tokio::time::Instant::now() + LINGER);
+    while open() > 0 && tokio::time::Instant::now() < linger_end {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The idle connections left close at once; responses being written finish first,
+    // within the drain time.
     let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
     Drained {
         waited: started.elapsed(),
