@@ -1009,7 +1009,8 @@ fn engine_mode_on_a_tiny_gguf_reports_every_engine_row_and_adds_up() {
     let v: Value = serde_json::from_str(&v).unwrap_or(Value::Null);
     assert_eq!(code, 0, "{err}");
     assert!(
-        v["engine"].as_str().unwrap().contains("no batching"),
+        v["engine"].as_str().unwrap().contains("no batching")
+            && v["engine"].as_str().unwrap().contains("on the CPU"),
         "{}",
         v["engine"]
     );
@@ -1067,6 +1068,33 @@ fn engine_mode_on_a_tiny_gguf_reports_every_engine_row_and_adds_up() {
     assert_eq!(code, 2);
     assert!(
         err.contains("--tokenizer") && err.contains("engine mode"),
+        "{err}"
+    );
+    // An engine that is not there: a GPU in a build without CUDA for candle, a misspelling.
+    let gpu = [
+        "llm",
+        "--engine",
+        "candle:cuda@1",
+        "--model",
+        &gguf,
+        "--tokenizer",
+        &tok,
+    ];
+    let (code, _, err) = common::acceval(&[&gpu[..], &["--synthetic-config", &cfg]].concat());
+    if cfg!(feature = "candle-cuda") {
+        assert!(code == 0 || err.contains("candle:cuda@1"), "{err}");
+    } else {
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("--engine candle:cuda@1: acceval was not compiled with CUDA for candle")
+                && err.contains("--features candle-cuda"),
+            "{err}"
+        );
+    }
+    let (code, _, err) = common::acceval(&["llm", "--engine", "cuda", "--model", &gguf]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("'cuda'") && err.contains("candle:cuda@N"),
         "{err}"
     );
     // Open loop: 4 requests scheduled 0.1 ms apart on one worker queue behind each other; the

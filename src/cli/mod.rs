@@ -979,9 +979,10 @@ pub struct LlmArgs {
     #[arg(long)]
     pub model: String,
     /// Engine mode (MindIE's engine mode): run the model in this process instead of calling
-    /// a server. `candle`: candle's quantized llama family from the GGUF --model, on the CPU;
-    /// needs --tokenizer (the model's tokenizer.json).
-    #[arg(long, value_enum, conflicts_with = "url")]
+    /// a server: candle's quantized llama family from the GGUF --model, on the CPU (`candle`)
+    /// or an NVIDIA GPU (`candle:cuda[@N]`, with the candle-cuda feature); needs --tokenizer
+    /// (the model's tokenizer.json).
+    #[arg(long, conflicts_with = "url")]
     pub engine: Option<crate::llm::Engine>,
     #[arg(long, value_enum, default_value_t = crate::protocol::generate::Api::Openai)]
     pub api: crate::protocol::generate::Api,

@@ -34,7 +34,7 @@ use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_llama::{MAX_SEQ_LEN, ModelWeights};
 
 use super::Error;
-use super::settings::LlmPlan;
+use super::settings::{Engine, LlmPlan};
 use crate::load::schedule::schedule;
 use crate::report::schema::llm::{LlmReport, LlmRun, Record, TokenSource};
 use crate::report::schema::qps::FailureKind;
@@ -47,11 +47,23 @@ const CANDLE_VERSION: &str = "0.11.1";
 /// end-of-sequence token and its context length.
 struct Loaded {
     model: ModelWeights,
+    device: Device,
     eos: Option<u32>,
     context: usize,
 }
 
-fn load(path: &str) -> Result<Loaded, Error> {
+/// The candle device of `e`: a GPU only when acceval was compiled with CUDA for candle.
+fn device(e: Engine) -> Result<Device, Error> {
+    match e.cuda {
+        None => Ok(Device::Cpu),
+        Some(_) if !cfg!(feature = "candle-cuda") => Err(Error::Engine(format!(
+            "--engine {e}: acceval was not compiled with CUDA for candle; rebuild on a CUDA host with `cargo build --release --features candle-cuda`, or use --engine candle (the CPU)"
+        ))),
+        Some(n) => Device::new_cuda(n).map_err(|err| Error::Engine(format!("--engine {e}: {err}"))),
+    }
+}
+
+fn load(path: &str, device: Device) -> Result<Loaded, Error> {
     let bad = |why: String| Error::Engine(format!("{path}: {why}"));
     let mut f = std::fs::File::open(path).map_err(|e| bad(format!("cannot open it: {e}")))?;
     let ct = gguf_file::Content::read(&mut f).map_err(|e| bad(format!("not a GGUF file: {e}")))?;
@@ -75,10 +87,11 @@ fn load(path: &str) -> Result<Loaded, Error> {
             "architecture '{arch}': the candle engine runs the llama family (general.architecture = llama)"
         )));
     }
-    let model = ModelWeights::from_gguf(ct, &mut f, &Device::Cpu)
+    let model = ModelWeights::from_gguf(ct, &mut f, &device)
         .map_err(|e| bad(format!("cannot load the llama weights: {e}")))?;
     Ok(Loaded {
         model,
+        device,
         eos,
         context,
     })
@@ -113,6 +126,7 @@ fn argmax_row(v: &[f32]) -> u32 {
 /// Generates up to `max_tokens` after `prompt` on `model` (its KV cache cleared first).
 fn generate(
     model: &mut ModelWeights,
+    device: &Device,
     tok: &tokenizers::Tokenizer,
     prompt: &[u32],
     max_tokens: usize,
@@ -136,9 +150,11 @@ fn generate(
             return Err("interrupted".into());
         }
         let f0 = Instant::now();
-        let logits = Tensor::new(input.as_slice(), &Device::Cpu)
+        // A GPU's forward returns before its kernels finish: the clock stops once they have.
+        let logits = Tensor::new(input.as_slice(), device)
             .and_then(|t| t.unsqueeze(0))
             .and_then(|x| model.forward(&x, pos))
+            .and_then(|l| device.synchronize().map(|()| l))
             .map_err(|e| format!("the model's forward failed at position {pos}: {e}"))?;
         let p0 = Instant::now();
         let next = argmax(&logits).map_err(|e| format!("cannot read the logits: {e}"))?;
@@ -171,6 +187,7 @@ fn generate(
 /// so its GenerateTime is the sum of its steps, as without batching.
 fn generate_batch(
     model: &mut ModelWeights,
+    device: &Device,
     tok: &tokenizers::Tokenizer,
     prompts: &[&[u32]],
     max: &[usize],
@@ -201,7 +218,7 @@ fn generate_batch(
         }
         let f0 = Instant::now();
         let forward = |model: &mut ModelWeights, x: &[u32], w: usize, at: usize| {
-            Tensor::new(x, &Device::Cpu)
+            Tensor::new(x, device)
                 .and_then(|t| t.reshape((b, w)))
                 .and_then(|x| model.forward(&x, at))
                 .map_err(|e| {
@@ -275,6 +292,16 @@ fn encode(plan: &LlmPlan, tok: &tokenizers::Tokenizer) -> Result<Vec<(Vec<u32>, 
         .collect()
 }
 
+/// Where the engine runs, in words.
+fn place(e: Engine) -> String {
+    match e.cuda {
+        None => "the CPU".into(),
+        Some(n) => format!(
+            "CUDA device {n} (candle-cuda; each forward synchronised before its clock stops)"
+        ),
+    }
+}
+
 /// The engine's description for the report.
 fn describe(plan: &LlmPlan) -> String {
     let s = &plan.settings;
@@ -292,8 +319,9 @@ fn describe(plan: &LlmPlan) -> String {
         )
     };
     format!(
-        "candle {} quantized llama (GGUF) on the CPU, in-process; {batching}; greedy sampling; {}",
+        "candle {} quantized llama (GGUF) on {}, in-process; {batching}; greedy sampling; {}",
         CANDLE_VERSION,
+        place(s.engine.unwrap_or_default()),
         if plan.answers.is_empty() {
             "each request generates exactly its max_tokens (end-of-sequence ignored)"
         } else {
@@ -314,8 +342,9 @@ pub fn measure(
         .tokenizer
         .as_ref()
         .ok_or_else(|| Error::Engine("engine mode needs a tokenizer".into()))?;
-    progress.note(format!("acceval llm: loading {} (candle, CPU)", s.model));
-    let loaded = load(&s.model)?;
+    let engine = s.engine.unwrap_or_default();
+    progress.note(format!("acceval llm: loading {} ({engine})", s.model));
+    let loaded = load(&s.model, device(engine)?)?;
     let encoded = encode(plan, tok)?;
     let stop_at = (!plan.answers.is_empty()).then_some(loaded.eos).flatten();
     let work = Work {
@@ -341,7 +370,7 @@ pub fn measure(
         std::thread::scope(|sc| {
             for _ in 0..s.concurrency.min(n.max(1)) {
                 let mut model = loaded.model.clone();
-                let (next, out, encoded) = (&next, &out, &encoded);
+                let (next, out, encoded, device) = (&next, &out, &encoded, &loaded.device);
                 sc.spawn(move || {
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -368,7 +397,7 @@ pub fn measure(
                                 loaded.context
                             ))
                         } else {
-                            generate(&mut model, tok, ids, max, stop_at, stop)
+                            generate(&mut model, device, tok, ids, max, stop_at, stop)
                         };
                         let rec =
                             record(plan, tok, i, k, ids.len(), *enc_time, sent, queued, r, 1);
@@ -526,7 +555,15 @@ fn run_batched(
                 .map(|&(i, _)| w.plan.max_tokens[i % len] as usize)
                 .collect();
             let b = fit.len();
-            match generate_batch(&mut model, w.tok, &prompts, &max, w.stop_at, w.stop) {
+            match generate_batch(
+                &mut model,
+                &w.loaded.device,
+                w.tok,
+                &prompts,
+                &max,
+                w.stop_at,
+                w.stop,
+            ) {
                 Ok(gs) => {
                     for ((i, at), g) in fit.into_iter().zip(gs) {
                         finished.push((start + g.total, rec(i, at, Ok(g), b)));

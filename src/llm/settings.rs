@@ -63,11 +63,41 @@ impl Dataset {
     }
 }
 
-/// An in-process LLM engine (MindIE's engine mode).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Engine {
-    /// candle's quantized llama family, from a GGUF file (CPU).
-    Candle,
+/// An in-process LLM engine (MindIE's engine mode): candle's quantized llama family, from a
+/// GGUF file, on the CPU or (`cuda`: its ordinal) an NVIDIA GPU. Spelled as training's
+/// `--backend`: `candle` (or `candle:cpu`), `candle:cuda`, `candle:cuda@N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Engine {
+    pub cuda: Option<usize>,
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.cuda {
+            None => f.write_str("candle:cpu"),
+            Some(n) => write!(f, "candle:cuda@{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let cuda = match s {
+            "candle" | "candle:cpu" => None,
+            "candle:cuda" => Some(0),
+            _ => match s.strip_prefix("candle:cuda@").map(str::parse::<usize>) {
+                Some(Ok(n)) => Some(n),
+                _ => {
+                    return Err(format!(
+                        "'{s}': engine mode runs on candle: candle (the CPU), candle:cuda or candle:cuda@N (an NVIDIA GPU, with the candle-cuda feature)"
+                    ));
+                }
+            },
+        };
+        Ok(Engine { cuda })
+    }
 }
 
 /// An LLM serving benchmark as a caller gives it (unchecked).
