@@ -2,12 +2,13 @@
 //! crop) or letterbox (detection), normalise, NCHW.
 //!
 //! Resizing uses `image`'s separable triangle (bilinear) filter, whose support widens when
-//! downscaling (antialiased), as Pillow's `Image.BILINEAR` does; `tests/task.rs` compares
-//! the result with Pillow on the same file.
+//! downscaling (antialiased), as Pillow's `Image.BILINEAR` does, computed bit for bit by
+//! `acceval-resample` (`resample/`); `tests/task.rs` compares the result with Pillow on the
+//! same file.
 
 use std::path::Path;
 
-use image::{RgbImage, imageops};
+use image::RgbImage;
 use ndarray::{Array4, ArrayD};
 
 pub use crate::report::schema::run::Letterbox;
@@ -207,14 +208,24 @@ pub fn resize_center_crop(img: RgbImage, short: u32, size: u32) -> RgbImage {
     out
 }
 
-/// `image`'s triangle-filter resize through its non-generic `DynamicImage::resize_exact`:
-/// the same code as `imageops::resize`, but compiled in the `image` crate, so at the
-/// dependencies' optimisation level. Called generically from here it is instantiated in
-/// acceval, and an unoptimised (test) build spent 5.6 s resizing one 4000×3000 photo.
+/// `image`'s triangle-filter resize (`imageops::resize` with `FilterType::Triangle`), bit
+/// for bit, through `acceval-resample`, which computes it in row-wise loops: a 1920×1080
+/// frame to 640×360 took 4.5 ms instead of 16.6 (medians, release, this machine;
+/// `examples/resize_timing.rs`; see `resample/src/lib.rs` for why not `fast_image_resize`).
 fn resize(img: RgbImage, w: u32, h: u32) -> RgbImage {
-    image::DynamicImage::ImageRgb8(img)
-        .resize_exact(w, h, imageops::FilterType::Triangle)
-        .into_rgb8()
+    let (sw, sh) = img.dimensions();
+    if (sw, sh) == (w, h) {
+        return img;
+    }
+    let px = acceval_resample::triangle(
+        img.as_raw(),
+        sw as usize,
+        sh as usize,
+        3,
+        w as usize,
+        h as usize,
+    );
+    RgbImage::from_raw(w, h, px).expect("w × h × 3 bytes")
 }
 
 /// Copies the `w`×`h` block at (`sx`, `sy`) of `src` to (`dx`, `dy`) of `dst`, a row at a
@@ -246,12 +257,8 @@ impl Letterbox {
 /// (ultralytics' `LetterBox(auto=False)`).
 pub fn letterbox(img: RgbImage, size: u32) -> (RgbImage, Letterbox) {
     let (w, h) = img.dimensions();
-    let scale = (size as f64 / w as f64).min(size as f64 / h as f64);
-    let nw = ((w as f64 * scale).round() as u32).clamp(1, size);
-    let nh = ((h as f64 * scale).round() as u32).clamp(1, size);
+    let (nw, nh, pad_x, pad_y, scale) = fit(w, h, size);
     let r = resize(img, nw, nh);
-    let pad_x = (size - nw) / 2;
-    let pad_y = (size - nh) / 2;
     let side = size as usize;
     let mut canvas =
         RgbImage::from_raw(size, size, vec![114; side * side * 3]).expect("size × size × 3 bytes");
@@ -268,6 +275,70 @@ pub fn letterbox(img: RgbImage, size: u32) -> (RgbImage, Letterbox) {
     )
 }
 
+/// [`letterbox`] and [`to_nchw`] in one: the resized image is written straight into the
+/// tensor's planes, which start as the padding's value, so no `size`×`size` canvas is
+/// allocated, filled and copied. The same values as the two steps, bit for bit.
+pub fn letterbox_nchw(
+    img: RgbImage,
+    size: u32,
+    mean: [f32; 3],
+    std: [f32; 3],
+) -> (ArrayD<f32>, Letterbox) {
+    let (w, h) = img.dimensions();
+    let (nw, nh, pad_x, pad_y, scale) = fit(w, h, size);
+    let r = resize(img, nw, nh);
+    let lut = levels(mean, std);
+    let side = size as usize;
+    let n = side * side;
+    let mut v = Vec::with_capacity(3 * n);
+    for l in &lut {
+        v.extend(std::iter::repeat_n(l[114], n));
+    }
+    let (rp, gb) = v.split_at_mut(n);
+    let (gp, bp) = gb.split_at_mut(n);
+    let (nw, px, py) = (nw as usize, pad_x as usize, pad_y as usize);
+    for (y, line) in r.as_raw().chunks_exact(nw * 3).enumerate() {
+        let at = (py + y) * side + px;
+        let (rr, gg, bb) = (
+            &mut rp[at..at + nw],
+            &mut gp[at..at + nw],
+            &mut bp[at..at + nw],
+        );
+        for (i, p) in line.chunks_exact(3).enumerate() {
+            rr[i] = lut[0][p[0] as usize];
+            gg[i] = lut[1][p[1] as usize];
+            bb[i] = lut[2][p[2] as usize];
+        }
+    }
+    let t = Array4::from_shape_vec((1, 3, side, side), v)
+        .expect("3 planes of size × size")
+        .into_dyn();
+    (
+        t,
+        Letterbox {
+            scale,
+            pad_x: pad_x as f64,
+            pad_y: pad_y as f64,
+            orig_w: w,
+            orig_h: h,
+        },
+    )
+}
+
+/// Where a `w`×`h` image goes in a `size`×`size` letterbox: its resized width and height,
+/// its left and top padding, and the scale.
+fn fit(w: u32, h: u32, size: u32) -> (u32, u32, u32, u32, f64) {
+    let scale = (size as f64 / w as f64).min(size as f64 / h as f64);
+    let nw = ((w as f64 * scale).round() as u32).clamp(1, size);
+    let nh = ((h as f64 * scale).round() as u32).clamp(1, size);
+    (nw, nh, (size - nw) / 2, (size - nh) / 2, scale)
+}
+
+/// Each channel's 256 normalised values: (v / 255 − mean) / std.
+fn levels(mean: [f32; 3], std: [f32; 3]) -> [[f32; 256]; 3] {
+    std::array::from_fn(|c| std::array::from_fn(|v| (v as f32 / 255.0 - mean[c]) / std[c]))
+}
+
 /// RGB8 → float NCHW `[1, 3, H, W]`: (pixel / 255 − mean) / std per channel. Each channel's
 /// 256 values are computed once (the same f32 operations, so the same bits) and the planes
 /// are filled from the interleaved bytes in one pass: indexing the 4-D array per element
@@ -275,8 +346,7 @@ pub fn letterbox(img: RgbImage, size: u32) -> (RgbImage, Letterbox) {
 pub fn to_nchw(img: &RgbImage, mean: [f32; 3], std: [f32; 3]) -> ArrayD<f32> {
     let (w, h) = img.dimensions();
     let n = w as usize * h as usize;
-    let lut: [[f32; 256]; 3] =
-        std::array::from_fn(|c| std::array::from_fn(|v| (v as f32 / 255.0 - mean[c]) / std[c]));
+    let lut = levels(mean, std);
     let mut v = vec![0f32; 3 * n];
     let (r, gb) = v.split_at_mut(n);
     let (g, b) = gb.split_at_mut(n);
@@ -300,6 +370,62 @@ pub const UNIT_STD: [f32; 3] = [1.0; 3];
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The resize is `image`'s triangle resize bit for bit: down, up, one axis only, to one
+    /// pixel, from one pixel, on an image with every pixel different.
+    #[test]
+    fn resize_is_images_triangle_resize_bit_for_bit() {
+        use image::imageops;
+        let img = RgbImage::from_fn(97, 61, |x, y| {
+            image::Rgb([
+                (x * 37 + y * 11) as u8,
+                (y * 51 + x * x) as u8,
+                ((x ^ y) * 13 + 200) as u8,
+            ])
+        });
+        for (w, h) in [
+            (32, 20),
+            (31, 61),
+            (97, 17),
+            (200, 130),
+            (1, 1),
+            (150, 9),
+            (5, 300),
+        ] {
+            let want = imageops::resize(&img, w, h, imageops::FilterType::Triangle);
+            let got = resize(img.clone(), w, h);
+            assert_eq!(got.dimensions(), (w, h));
+            assert!(got.as_raw() == want.as_raw(), "{w}×{h} differs");
+        }
+        // Halves round away from zero: 0.5, 1.5 and 2.5 levels give 1, 2 and 3.
+        let pair = RgbImage::from_fn(2, 1, |x, _| image::Rgb([x as u8, 3 * x as u8, 5 * x as u8]));
+        let want = imageops::resize(&pair, 1, 1, imageops::FilterType::Triangle);
+        assert_eq!(want.as_raw(), &[1, 2, 3]);
+        assert!(resize(pair, 1, 1).as_raw() == want.as_raw());
+        let dot = RgbImage::from_pixel(1, 1, image::Rgb([9, 200, 77]));
+        let want = imageops::resize(&dot, 7, 3, imageops::FilterType::Triangle);
+        assert!(resize(dot, 7, 3).as_raw() == want.as_raw());
+    }
+
+    /// The fused letterbox gives the two steps' tensor bit for bit, wide and tall.
+    #[test]
+    fn fused_letterbox_is_letterbox_then_nchw() {
+        for (w, h) in [(97, 61), (40, 130), (64, 64)] {
+            let img = RgbImage::from_fn(w, h, |x, y| {
+                image::Rgb([(x * 7 + y) as u8, (y * 3) as u8, (x * y) as u8])
+            });
+            let (want, lw) = letterbox(img.clone(), 64);
+            let want = to_nchw(&want, IMAGENET_MEAN, IMAGENET_STD);
+            let (got, lg) = letterbox_nchw(img, 64, IMAGENET_MEAN, IMAGENET_STD);
+            assert_eq!(lw, lg);
+            assert_eq!(want.shape(), got.shape());
+            let same = want
+                .iter()
+                .zip(got.iter())
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{w}×{h}");
+        }
+    }
 
     #[test]
     fn letterbox_round_trip() {

@@ -143,11 +143,7 @@ pub fn prepare_inputs(
             Task::Classification | Task::Detection => {
                 let img = image::decode_bytes(bytes, name)?;
                 let t = if task == Task::Detection {
-                    image::to_nchw(
-                        &image::letterbox(img, shape[3] as u32).0,
-                        image::UNIT_MEAN,
-                        image::UNIT_STD,
-                    )
+                    image::letterbox_nchw(img, shape[3] as u32, image::UNIT_MEAN, image::UNIT_STD).0
                 } else {
                     let short = (shape[3] as f64 * 256.0 / 224.0).round() as u32;
                     image::to_nchw(
@@ -234,11 +230,9 @@ pub fn prepare(spec: &TaskSpec, label: &str, bytes: &[u8]) -> Result<Prepared, E
             let t = Instant::now();
             let (h, w) = (spec.input_shape[2] as u32, spec.input_shape[3] as u32);
             let (x, post) = if spec.task == Task::Detection {
-                let (im, lb) = image::letterbox(img, w.max(h));
-                (
-                    image::to_nchw(&im, image::UNIT_MEAN, image::UNIT_STD),
-                    Post::Boxes(lb),
-                )
+                let (x, lb) =
+                    image::letterbox_nchw(img, w.max(h), image::UNIT_MEAN, image::UNIT_STD);
+                (x, Post::Boxes(lb))
             } else {
                 let im =
                     image::resize_center_crop(img, (w as f64 * 256.0 / 224.0).round() as u32, w);
