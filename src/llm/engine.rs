@@ -546,24 +546,8 @@ fn run_batched(
             })
             .collect();
         if !fit.is_empty() {
-            let prompts: Vec<&[u32]> = fit
-                .iter()
-                .map(|&(i, _)| w.encoded[i % len].0.as_slice())
-                .collect();
-            let max: Vec<usize> = fit
-                .iter()
-                .map(|&(i, _)| w.plan.max_tokens[i % len] as usize)
-                .collect();
             let b = fit.len();
-            match generate_batch(
-                &mut model,
-                &w.loaded.device,
-                w.tok,
-                &prompts,
-                &max,
-                w.stop_at,
-                w.stop,
-            ) {
+            match generate_requests(w, &mut model, &fit) {
                 Ok(gs) => {
                     for ((i, at), g) in fit.into_iter().zip(gs) {
                         finished.push((start + g.total, rec(i, at, Ok(g), b)));
@@ -591,6 +575,25 @@ fn run_batched(
     }
     recs.sort_by_key(|r| r.index);
     (recs, t0.elapsed(), w.stop.load(Ordering::Relaxed))
+}
+
+/// Generates the requests of `batch` ((request index, queue time)) as one static batch.
+fn generate_requests(
+    w: &Work<'_>,
+    model: &mut ModelWeights,
+    batch: &[(usize, Duration)],
+) -> Result<Vec<Generated>, String> {
+    let len = w.encoded.len().max(1);
+    let prompts: Vec<&[u32]> = batch
+        .iter()
+        .map(|&(i, _)| w.encoded[i % len].0.as_slice())
+        .collect();
+    let max: Vec<usize> = batch
+        .iter()
+        .map(|&(i, _)| w.plan.max_tokens[i % len] as usize)
+        .collect();
+    let device = &w.loaded.device;
+    generate_batch(model, device, w.tok, &prompts, &max, w.stop_at, w.stop)
 }
 
 /// Takes the next static batch out of `queue`: its oldest request and, after it, the next

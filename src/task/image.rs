@@ -256,23 +256,22 @@ impl Letterbox {
 /// Resize keeping the aspect ratio to fit `size`×`size`, pad with grey 114 centred
 /// (ultralytics' `LetterBox(auto=False)`).
 pub fn letterbox(img: RgbImage, size: u32) -> (RgbImage, Letterbox) {
-    let (w, h) = img.dimensions();
-    let (nw, nh, pad_x, pad_y, scale) = fit(w, h, size);
+    let (nw, nh, lb) = fit(img.dimensions(), size);
     let r = resize(img, nw, nh);
     let side = size as usize;
     let mut canvas =
         RgbImage::from_raw(size, size, vec![114; side * side * 3]).expect("size × size × 3 bytes");
-    blit(&r, 0, 0, &mut canvas, pad_x, pad_y, nw, nh);
-    (
-        canvas,
-        Letterbox {
-            scale,
-            pad_x: pad_x as f64,
-            pad_y: pad_y as f64,
-            orig_w: w,
-            orig_h: h,
-        },
-    )
+    blit(
+        &r,
+        0,
+        0,
+        &mut canvas,
+        lb.pad_x as u32,
+        lb.pad_y as u32,
+        nw,
+        nh,
+    );
+    (canvas, lb)
 }
 
 /// [`letterbox`] and [`to_nchw`] in one: the resized image is written straight into the
@@ -284,8 +283,7 @@ pub fn letterbox_nchw(
     mean: [f32; 3],
     std: [f32; 3],
 ) -> (ArrayD<f32>, Letterbox) {
-    let (w, h) = img.dimensions();
-    let (nw, nh, pad_x, pad_y, scale) = fit(w, h, size);
+    let (nw, nh, lb) = fit(img.dimensions(), size);
     let r = resize(img, nw, nh);
     let lut = levels(mean, std);
     let side = size as usize;
@@ -296,7 +294,7 @@ pub fn letterbox_nchw(
     }
     let (rp, gb) = v.split_at_mut(n);
     let (gp, bp) = gb.split_at_mut(n);
-    let (nw, px, py) = (nw as usize, pad_x as usize, pad_y as usize);
+    let (nw, px, py) = (nw as usize, lb.pad_x as usize, lb.pad_y as usize);
     for (y, line) in r.as_raw().chunks_exact(nw * 3).enumerate() {
         let at = (py + y) * side + px;
         let (rr, gg, bb) = (
@@ -313,25 +311,23 @@ pub fn letterbox_nchw(
     let t = Array4::from_shape_vec((1, 3, side, side), v)
         .expect("3 planes of size × size")
         .into_dyn();
-    (
-        t,
-        Letterbox {
-            scale,
-            pad_x: pad_x as f64,
-            pad_y: pad_y as f64,
-            orig_w: w,
-            orig_h: h,
-        },
-    )
+    (t, lb)
 }
 
 /// Where a `w`×`h` image goes in a `size`×`size` letterbox: its resized width and height,
-/// its left and top padding, and the scale.
-fn fit(w: u32, h: u32, size: u32) -> (u32, u32, u32, u32, f64) {
+/// and the mapping (scale, whole-pixel padding on the left and top).
+fn fit((w, h): (u32, u32), size: u32) -> (u32, u32, Letterbox) {
     let scale = (size as f64 / w as f64).min(size as f64 / h as f64);
     let nw = ((w as f64 * scale).round() as u32).clamp(1, size);
     let nh = ((h as f64 * scale).round() as u32).clamp(1, size);
-    (nw, nh, (size - nw) / 2, (size - nh) / 2, scale)
+    let lb = Letterbox {
+        scale,
+        pad_x: ((size - nw) / 2) as f64,
+        pad_y: ((size - nh) / 2) as f64,
+        orig_w: w,
+        orig_h: h,
+    };
+    (nw, nh, lb)
 }
 
 /// Each channel's 256 normalised values: (v / 255 − mean) / std.
