@@ -310,6 +310,77 @@ fn image_workloads_train_at_tiny_sizes() {
     assert_eq!(evaluated, [false, true, true], "{v:#}");
 }
 
+/// The ResNet-50 head trained on the seeded backbone's features (`train::probe`): only `fc`
+/// is saved, and the zoo model built with it (the whole ResNet-50 on tract, from the
+/// close-ups' JPEG bytes) classifies the held-out close-ups exactly as the report's
+/// held-out accuracy says, so the fold of the standardisation into `fc` is right.
+#[test]
+fn the_resnet50_head_trains_on_seeded_features_and_the_zoo_model_scores_what_it_reported() {
+    use acceval::model::tensor::{HostTensor, TensorData};
+    let d = tempfile::tempdir().unwrap();
+    let w = d.path().join("r50.safetensors");
+    let onnx = d.path().join("r50.onnx");
+    let (code, v, err, wall) = run_train(&[
+        "--workload",
+        "resnet50-substation",
+        "--epochs",
+        "15",
+        "--samples",
+        "30",
+        "--eval-samples",
+        "12",
+        "--save-weights",
+        w.to_str().unwrap(),
+        "--export-onnx",
+        onnx.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    check_consistent(&v, wall, 1.0);
+    assert_eq!(v["held_out"]["metric"], "accuracy");
+    assert_eq!(v["held_out"]["samples"], 12);
+    let saved = candle_core::safetensors::load(&w, &candle_core::Device::Cpu).unwrap();
+    let mut names: Vec<(&String, Vec<usize>)> =
+        saved.iter().map(|(k, t)| (k, t.dims().to_vec())).collect();
+    names.sort();
+    assert_eq!(
+        format!("{names:?}"),
+        r#"[("fc.bias", [10]), ("fc.weight", [2048, 10])]"#
+    );
+    let spec: acceval::backend::BackendSpec = "cpu".parse().unwrap();
+    let mut s = acceval::backend::load(&onnx, &spec, &Default::default()).unwrap();
+    // The held-out subset the workload takes with --eval-samples 12 (seed 1).
+    let idx = acceval::train::workload::subset(acceval::task::inputs::PANEL_HELDOUT, Some(12), 1);
+    let mut right = 0;
+    for &k in &idx {
+        let (img, label) = acceval::task::labelled::panel_sample("heldout", k);
+        let bytes = acceval::task::inputs::encode_jpeg(&img);
+        let x = acceval::task::prepare_inputs(
+            acceval::report::schema::Task::Classification,
+            &[1, 3, 224, 224],
+            &[("x.jpg".into(), bytes)],
+        )
+        .unwrap();
+        let out = s
+            .run(&[HostTensor {
+                name: "input".into(),
+                data: TensorData::F32(x[0].tensor.clone()),
+            }])
+            .unwrap();
+        let logits = out[0].data.to_f64();
+        let best = (0..logits.len())
+            .max_by(|&a, &b| logits[a].total_cmp(&logits[b]))
+            .unwrap();
+        right += usize::from(best == label.class);
+    }
+    let reported = v["held_out"]["value"].as_f64().unwrap();
+    assert_eq!(
+        right as f64 / idx.len() as f64,
+        reported,
+        "the zoo model with the saved head scored {right} of {}; the report said {reported}",
+        idx.len()
+    );
+}
+
 #[test]
 fn bad_flags_say_what_to_do() {
     let (code, _, err) = acceval(&["train", "--workload", "nope"]);

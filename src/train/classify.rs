@@ -26,9 +26,26 @@ pub struct Images {
 
 /// Generates, encodes (JPEG, as the set's files), decodes and pre-processes close-ups.
 fn images(split: &str, idx: &[usize], size: usize) -> std::result::Result<Images, super::Error> {
+    let mut hasher = super::workload::SplitHash::default();
+    let (x, y) = images_hashed(split, idx, size, &mut hasher)?;
+    Ok(Images {
+        n: idx.len(),
+        x,
+        y,
+        sha: hasher.finish(),
+    })
+}
+
+/// [`images`]' tensors and classes, the files' bytes added to `hasher` (a split hashed over
+/// several calls).
+pub(super) fn images_hashed(
+    split: &str,
+    idx: &[usize],
+    size: usize,
+    hasher: &mut super::workload::SplitHash,
+) -> std::result::Result<(Vec<f32>, Vec<u32>), super::Error> {
     let mut x = Vec::with_capacity(idx.len() * 3 * size * size);
     let mut y = Vec::with_capacity(idx.len());
-    let mut hasher = super::workload::SplitHash::default();
     for &k in idx {
         let (img, label) = panel_sample(split, k);
         let bytes = crate::task::inputs::encode_jpeg(&img);
@@ -41,12 +58,7 @@ fn images(split: &str, idx: &[usize], size: usize) -> std::result::Result<Images
         x.extend(t[0].tensor.iter().copied());
         y.push(label.class as u32);
     }
-    Ok(Images {
-        n: idx.len(),
-        x,
-        y,
-        sha: hasher.finish(),
-    })
+    Ok((x, y))
 }
 
 pub struct Substation {

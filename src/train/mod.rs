@@ -19,6 +19,7 @@ pub mod forecast;
 pub mod graph;
 pub mod lstm;
 pub mod mllog;
+pub mod probe;
 pub mod timing;
 #[cfg(feature = "tch")]
 pub mod torch;
@@ -116,6 +117,8 @@ pub enum Error {
     Image(#[from] crate::task::image::ImageError),
     #[error(transparent)]
     Zoo(#[from] crate::zoo::Error),
+    #[error(transparent)]
+    Backend(#[from] crate::backend::BackendError),
     #[error(transparent)]
     Files(#[from] crate::util::Error),
 }
@@ -427,7 +430,7 @@ fn save(
     r: &builtin::RunResult,
 ) -> Result<Vec<String>, Error> {
     let mut files = Vec::new();
-    let weights = r.graph.weights()?;
+    let weights = w.saved_weights(r.graph.weights()?)?;
     if let Some(p) = &s.save_weights {
         if let Some(d) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
             crate::util::create_dir_all(d)?;

@@ -63,10 +63,23 @@ pub trait Workload {
     }
     /// How the data and loss are set up, in words (recorded in models/zoo.toml).
     fn recipe(&self) -> String;
+    /// The weights to save and export from the trained graph's: the same, unless the
+    /// workload trains on transformed inputs, whose transform it folds back in (`probe`).
+    fn saved_weights(
+        &self,
+        w: std::collections::HashMap<String, Tensor>,
+    ) -> Result<std::collections::HashMap<String, Tensor>> {
+        Ok(w)
+    }
 }
 
 /// The built-in workloads.
-pub const WORKLOADS: [&str; 3] = ["lstm-load-forecast", "mobilenetv2-meter", "yolov8n-line"];
+pub const WORKLOADS: [&str; 4] = [
+    "lstm-load-forecast",
+    "mobilenetv2-meter",
+    "resnet50-substation",
+    "yolov8n-line",
+];
 
 /// Options every workload takes.
 #[derive(Debug, Clone)]
@@ -88,6 +101,7 @@ pub fn workload(
     match name {
         "lstm-load-forecast" => Ok(Box::new(super::forecast::LoadForecast::new(o)?)),
         "mobilenetv2-meter" => Ok(Box::new(super::classify::Substation::new(o)?)),
+        "resnet50-substation" => Ok(Box::new(super::probe::Probe::new(o)?)),
         "yolov8n-line" => Ok(Box::new(super::detect::LineDetect::new(o)?)),
         _ => Err(crate::util::setting::SettingError::says(
             super::Setting::Workload,

@@ -216,7 +216,7 @@ pub fn entries() -> Vec<Entry> {
             reference: "ResNet-50: 25,557,032 parameters, 4,089,184,256 MACs at 224 (torchvision). Folding BatchNorm turns 2 × 26,560 BN parameters into 26,560 conv biases (−26,560); the 10-class head has 20,490 parameters instead of 2,049,000 and 20,480 MACs instead of 2,048,000: 23,501,962 parameters, 4,087,156,736 MACs",
             labels: &SUBSTATION_CLASSES,
             input_set: "substation",
-            train_set: None,
+            train_set: Some("substation-train"),
             build: |n, dt, i| arch::resnet50(n, dt, i, 10),
         },
         Entry {
