@@ -1303,7 +1303,7 @@ fn qps_measures_three_serve_replicas_balanced_by_the_client_and_behind_nginx() {
         "--mode",
         "closed",
         "--concurrency",
-        "3",
+        "1,3",
         "--slo",
         "avg<=500ms",
         "--step-duration",
@@ -1319,25 +1319,40 @@ fn qps_measures_three_serve_replicas_balanced_by_the_client_and_behind_nginx() {
     common::assert_schema_valid("qps.schema.json", &v);
     check_counts(&v);
     assert_eq!(v["replicas"], serde_json::json!(urls));
-    let step = &v["steps"][0];
-    let reps = step["replicas"].as_array().unwrap();
-    assert_eq!(reps.len(), 3);
-    let sum = |k: &str| reps.iter().map(|r| r[k].as_u64().unwrap()).sum::<u64>();
-    assert_eq!(sum("sent"), step["sent"].as_u64().unwrap());
-    assert_eq!(sum("ok"), step["ok"].as_u64().unwrap());
-    for (i, r) in reps.iter().enumerate() {
-        // Three equal replicas, the fewest in flight first: about a third each.
-        let share = r["share"].as_f64().unwrap();
-        assert!(
-            (0.2..0.47).contains(&share),
-            "replica {i}: share {share}\n{v}"
-        );
+    let mut ok_by_replica = [0f64; 3];
+    for (k, step) in v["steps"].as_array().unwrap().iter().enumerate() {
+        let reps = step["replicas"].as_array().unwrap();
+        assert_eq!(reps.len(), 3);
+        let sum = |key: &str| reps.iter().map(|r| r[key].as_u64().unwrap()).sum::<u64>();
+        assert_eq!(sum("sent"), step["sent"].as_u64().unwrap());
+        assert_eq!(sum("ok"), step["ok"].as_u64().unwrap());
+        let sent: Vec<u64> = reps.iter().map(|r| r["sent"].as_u64().unwrap()).collect();
+        for (i, r) in reps.iter().enumerate() {
+            ok_by_replica[i] += r["ok"].as_f64().unwrap();
+            let share = r["share"].as_f64().unwrap();
+            if k == 0 {
+                // One in flight at a time: every choice is a tie among idle replicas,
+                // broken in turn, so the three counts differ by at most one (whatever
+                // each replica's speed).
+                let spread = sent.iter().max().unwrap() - sent.iter().min().unwrap();
+                assert!(spread <= 1, "concurrency 1: sent {sent:?}\n{v}");
+            } else {
+                // Three in flight, the fewest first: each replica keeps a request, so none
+                // is starved; the shares follow the replicas' speeds (on 2 cores shared by
+                // three servers and the client one has measured 0.49).
+                assert!(
+                    (0.15..0.6).contains(&share),
+                    "concurrency 3, replica {i}: share {share}\n{v}"
+                );
+            }
+        }
+    }
+    for (i, ok) in ok_by_replica.iter().enumerate() {
         // The replica's own counter saw at least what qps counted for it.
         let grew = served(&servers[i].addr, model) - before[i];
         assert!(
-            grew >= r["ok"].as_f64().unwrap(),
-            "replica {i}: counter grew {grew}, qps counted {}",
-            r["ok"]
+            grew >= *ok,
+            "replica {i}: counter grew {grew}, qps counted {ok}"
         );
     }
 
