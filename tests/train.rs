@@ -310,6 +310,54 @@ fn image_workloads_train_at_tiny_sizes() {
     assert_eq!(evaluated, [false, true, true], "{v:#}");
 }
 
+/// `yolov8s-line-hires` trains its Detect head alone: the saved weights are the head's 36
+/// tensors (2,116,815 values, what ultralytics' Detect has for 5 classes), the held-out mAP
+/// is of the whole 1280 model, and libtorch, which would train every weight, is refused.
+#[test]
+fn the_hires_detector_trains_and_saves_its_head_alone() {
+    let d = tempfile::tempdir().unwrap();
+    let w = d.path().join("y8s.safetensors");
+    let (code, v, err, wall) = run_train(&[
+        "--workload",
+        "yolov8s-line-hires",
+        "--epochs",
+        "2",
+        "--eval-every",
+        "2",
+        "--samples",
+        "2",
+        "--eval-samples",
+        "1",
+        "--image-size",
+        "64",
+        "--batch",
+        "2",
+        "--save-weights",
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    check_consistent(&v, wall, 1.0);
+    assert_eq!(v["held_out"]["metric"], "map50");
+    let saved = candle_core::safetensors::load(&w, &candle_core::Device::Cpu).unwrap();
+    assert_eq!(saved.len(), 36, "{:?}", saved.keys());
+    let values: usize = saved.values().map(|t| t.elem_count()).sum();
+    assert_eq!(values, 2_116_815);
+    let record = std::fs::read_to_string(w.with_extension("toml")).unwrap();
+    assert!(record.contains("the Detect head alone"), "{record}");
+    let (code, _, err, _) = run_train(&[
+        "--workload",
+        "yolov8s-line-hires",
+        "--backend",
+        "tch",
+        "--epochs",
+        "1",
+        "--samples",
+        "2",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("only the candle trainer"), "{err}");
+}
+
 /// The ResNet-50 head trained on the seeded backbone's features (`train::probe`): only `fc`
 /// is saved, and the zoo model built with it (the whole ResNet-50 on tract, from the
 /// close-ups' JPEG bytes) classifies the held-out close-ups exactly as the report's

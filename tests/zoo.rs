@@ -319,9 +319,11 @@ fn detection_diff(a: &Path, b: &Path) -> (f64, f64) {
     (scores, (err / norm.max(1e-24)).sqrt())
 }
 
-/// `zoo list` marks a model whose null output meets its profile's level: the seeded YOLOv8s
-/// (whose outputs hardly depend on the input) is marked; the trained LSTM and ResNet-50 (its
-/// head trained on the seeded backbone's features, whose seeded head was marked) are not.
+/// `zoo list` marks a model whose null output meets its profile's level: YOLOv8s-hires is
+/// marked (its head is trained, mAP@0.5 0.70, but over its 33,600 anchors its outputs on the
+/// three hires scenes differ too little: the mean of them scores MSE 3.15, under C1's 10);
+/// the trained LSTM and ResNet-50 (its head trained on the seeded backbone's features, whose
+/// seeded head was marked) are not.
 /// The references of the models without committed ones are computed here when the test
 /// project lacks them.
 #[test]
@@ -347,7 +349,7 @@ fn zoo_list_marks_models_whose_null_output_passes_their_profile() {
     assert_eq!(lstm["reference_current"], true, "{lstm}");
     assert_eq!(lstm["discrimination"]["discriminating"], true, "{lstm}");
     let hires = check("yolov8s-line-hires");
-    assert_eq!(hires["trained"], false, "{hires}");
+    assert_eq!(hires["trained"], true, "{hires}");
     assert_eq!(hires["discrimination"]["discriminating"], false, "{hires}");
     let resnet = check("resnet50-substation");
     assert_eq!(resnet["trained"], true, "{resnet}");

@@ -7,6 +7,12 @@
 //! against the aligned scores, 1 − IoU and DFL on the assigned anchors (gains 7.5, 0.5,
 //! 1.5). Held out: mAP@0.5 of the 640 model on the held-out scenes (conf 0.001, NMS 0.6),
 //! against the seeded weights' mAP.
+//!
+//! `yolov8s-line-hires` trains the same way at its own scale (scenes letterboxed to 1280,
+//! evaluated at 1280), but its head alone: its FP32 weights (45 MB) are over the commit
+//! limit, so the backbone and neck keep their seeded weights (rebuilt from the seed by
+//! `zoo build`) and only the Detect head's two branches per level are trained and saved
+//! (`zoo::yolo::head_params`), as `probe` does for ResNet-50.
 
 use std::cell::{Cell, OnceCell};
 
@@ -21,10 +27,33 @@ use crate::task::labelled::line_sample;
 
 const CLASSES: usize = 5;
 const REG_MAX: usize = 16;
-const ZOO_SIZE: usize = 640;
+
+/// A zoo detector the workload trains: its name, scale, input side, and whether only its
+/// Detect head trains.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    pub zoo: &'static str,
+    pub scale: crate::zoo::yolo::Scale,
+    pub zoo_size: usize,
+    pub head_only: bool,
+}
+
+pub const YOLOV8N_LINE: Spec = Spec {
+    zoo: "yolov8n-line",
+    scale: crate::zoo::yolo::Scale::N,
+    zoo_size: 640,
+    head_only: false,
+};
+
+pub const YOLOV8S_LINE_HIRES: Spec = Spec {
+    zoo: "yolov8s-line-hires",
+    scale: crate::zoo::yolo::Scale::S,
+    zoo_size: 1280,
+    head_only: true,
+};
 const STRIDES: [usize; 3] = [8, 16, 32];
 
-/// A letterboxed scene: 640×640 RGB bytes and its boxes in those pixels.
+/// A letterboxed scene: the zoo side's square of RGB bytes and its boxes in those pixels.
 struct Scene {
     rgb: Vec<u8>,
     boxes: Vec<LabelBox>,
@@ -35,6 +64,7 @@ struct Scene {
 fn scenes(
     split: &str,
     idx: &[usize],
+    side: usize,
     hash: &mut SplitHash,
 ) -> std::result::Result<Vec<Scene>, super::Error> {
     let mut out = Vec::new();
@@ -42,7 +72,7 @@ fn scenes(
         let (jpg, boxes) = line_sample(split, k);
         hash.update(&jpg);
         let img = crate::task::image::decode_bytes(&jpg, &format!("{split}-{k:03}.jpg"))?;
-        let (lb_img, lb) = crate::task::image::letterbox(img, ZOO_SIZE as u32);
+        let (lb_img, lb) = crate::task::image::letterbox(img, side as u32);
         let map = |b: &LabelBox| LabelBox {
             x0: b.x0 * lb.scale + lb.pad_x,
             y0: b.y0 * lb.scale + lb.pad_y,
@@ -60,6 +90,7 @@ fn scenes(
 }
 
 pub struct LineDetect {
+    spec: Spec,
     size: usize,
     train: Vec<Scene>,
     heldout: Vec<Scene>,
@@ -90,23 +121,29 @@ fn level_names(m: &ModelProto) -> Vec<String> {
 
 /// The zoo's YOLOv8n graph for a `size` input (same initializer names at every size).
 pub fn graph_at(size: usize) -> ModelProto {
+    spec_graph_at(&YOLOV8N_LINE, size)
+}
+
+/// The zoo graph of `spec` (seeded weights) for a `size` input.
+pub fn spec_graph_at(spec: &Spec, size: usize) -> ModelProto {
     crate::zoo::yolo::yolov8(
-        "yolov8n-line",
+        spec.zoo,
         crate::model::onnx::DataType::FLOAT,
         None,
-        crate::zoo::yolo::Scale::N,
+        spec.scale,
         CLASSES as i64,
         size as i64,
     )
 }
 
 impl LineDetect {
-    pub fn new(o: &WorkloadOptions) -> std::result::Result<LineDetect, super::Error> {
+    pub fn new(o: &WorkloadOptions, spec: Spec) -> std::result::Result<LineDetect, super::Error> {
         let size = o.image_size.unwrap_or(160);
-        if !size.is_multiple_of(32) || size > ZOO_SIZE {
+        let side = spec.zoo_size;
+        if !size.is_multiple_of(32) || size > side {
             return Err(crate::util::setting::SettingError::says(
                 super::Setting::ImageSize,
-                format!("{size}: YOLOv8 crops must be a multiple of 32, at most {ZOO_SIZE}"),
+                format!("{size}: YOLOv8 crops must be a multiple of 32, at most {side}"),
             )
             .into());
         }
@@ -114,9 +151,15 @@ impl LineDetect {
         let train = scenes(
             "train",
             &subset(LINE_TRAIN, o.samples, o.seed ^ 0xd37),
+            side,
             &mut ht,
         )?;
-        let heldout = scenes("heldout", &subset(LINE_HELDOUT, o.eval_samples, 1), &mut hh)?;
+        let heldout = scenes(
+            "heldout",
+            &subset(LINE_HELDOUT, o.eval_samples, 1),
+            side,
+            &mut hh,
+        )?;
         let data = vec![
             DataRef {
                 split: "train".into(),
@@ -132,8 +175,9 @@ impl LineDetect {
             },
         ];
         Ok(LineDetect {
+            spec,
             size,
-            levels: level_names(&graph_at(size)),
+            levels: level_names(&spec_graph_at(&spec, size)),
             train,
             heldout,
             seed: o.seed,
@@ -149,7 +193,8 @@ impl LineDetect {
         let c = self.size;
         let mut rng =
             crate::util::rng::SplitMix64(self.seed ^ salt.wrapping_mul(0x9e37_79b9) ^ i as u64);
-        let max = (ZOO_SIZE - c) as f64;
+        let side = self.spec.zoo_size;
+        let max = (side - c) as f64;
         // Three crops in four are centred near one of the scene's objects (jittered by up
         // to a quarter crop): the objects are small (an insulator string is ~6 × 25 px at
         // 640), so a uniform crop is mostly sky and the positives too few to learn from.
@@ -183,7 +228,7 @@ impl LineDetect {
         let mut px = vec![0f32; 3 * c * c];
         for y in 0..c {
             for x in 0..c {
-                let at = ((yo + y) * ZOO_SIZE + xo + x) * 3;
+                let at = ((yo + y) * side + xo + x) * 3;
                 let to = if flip { c - 1 - x } else { x };
                 for k in 0..3 {
                     px[k * c * c + y * c + to] = s.rgb[at + k] as f32 / 255.0;
@@ -509,13 +554,13 @@ fn average_precision(dets: &mut [(usize, f32, [f32; 4])], gts: &[Vec<[f32; 4]>])
 }
 
 /// mAP@0.5 of `weights` at 640 on the held-out scenes (classes that have boxes).
-fn map50(scenes: &[Scene], g640: &Graph) -> Result<f64> {
+fn map50(scenes: &[Scene], side: usize, g_zoo: &Graph) -> Result<f64> {
     let lb = crate::task::image::Letterbox {
         scale: 1.0,
         pad_x: 0.0,
         pad_y: 0.0,
-        orig_w: ZOO_SIZE as u32,
-        orig_h: ZOO_SIZE as u32,
+        orig_w: side as u32,
+        orig_h: side as u32,
     };
     let params = crate::task::detect::DetectParams {
         conf: 0.001,
@@ -524,7 +569,7 @@ fn map50(scenes: &[Scene], g640: &Graph) -> Result<f64> {
     };
     let mut dets: Vec<Vec<(usize, f32, [f32; 4])>> = vec![Vec::new(); CLASSES];
     let mut gts: Vec<Vec<Vec<[f32; 4]>>> = vec![vec![Vec::new(); scenes.len()]; CLASSES];
-    let plane = ZOO_SIZE * ZOO_SIZE;
+    let plane = side * side;
     for (i, s) in scenes.iter().enumerate() {
         let mut px = vec![0f32; 3 * plane];
         for (p, c) in s.rgb.chunks(3).enumerate() {
@@ -532,8 +577,8 @@ fn map50(scenes: &[Scene], g640: &Graph) -> Result<f64> {
                 px[k * plane + p] = c[k] as f32 / 255.0;
             }
         }
-        let x = Tensor::from_vec(px, (1, 3, ZOO_SIZE, ZOO_SIZE), &g640.device)?;
-        let y = g640.forward(&[("images", x)], &["output0"])?;
+        let x = Tensor::from_vec(px, (1, 3, side, side), &g_zoo.device)?;
+        let y = g_zoo.forward(&[("images", x)], &["output0"])?;
         let y: Vec<f32> = y[0].to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
         for d in crate::task::detect::decode(&y, CLASSES, &lb, &[], &params) {
             let b = [d.x1, d.y1, d.x2, d.y2].map(|v| v as f32);
@@ -555,10 +600,15 @@ fn map50(scenes: &[Scene], g640: &Graph) -> Result<f64> {
 
 impl Workload for LineDetect {
     fn model(&self) -> ModelProto {
-        graph_at(self.size)
+        spec_graph_at(&self.spec, self.size)
     }
     fn zoo_name(&self) -> &'static str {
-        "yolov8n-line"
+        self.spec.zoo
+    }
+    fn trainable(&self) -> Option<std::collections::HashSet<String>> {
+        self.spec
+            .head_only
+            .then(|| crate::zoo::yolo::head_params(&spec_graph_at(&self.spec, self.size)))
     }
     fn input_name(&self) -> &'static str {
         "images"
@@ -634,14 +684,15 @@ impl Workload for LineDetect {
         Some(self.targets(dist, scores, rows, bsz))
     }
     fn evaluate(&self, g: &Graph) -> Result<Evaluation> {
-        let m640 = graph_at(ZOO_SIZE);
-        let trained = Graph::new(&m640, &g.device, g.dtype, Some(&g.weights()?))?;
-        let value = map50(&self.heldout, &trained)?;
+        let side = self.spec.zoo_size;
+        let m_zoo = spec_graph_at(&self.spec, side);
+        let trained = Graph::new(&m_zoo, &g.device, g.dtype, Some(&g.weights()?))?;
+        let value = map50(&self.heldout, side, &trained)?;
         let baseline = match self.baseline.get() {
             Some(b) => *b,
             None => {
-                let seeded = Graph::new(&m640, &g.device, g.dtype, None)?;
-                let b = map50(&self.heldout, &seeded)?;
+                let seeded = Graph::new(&m_zoo, &g.device, g.dtype, None)?;
+                let b = map50(&self.heldout, side, &seeded)?;
                 *self.baseline.get_or_init(|| b)
             }
         };
@@ -675,9 +726,14 @@ impl Workload for LineDetect {
         Some(10.0)
     }
     fn recipe(&self) -> String {
+        let head = if self.spec.head_only {
+            "the Detect head alone (its two branches per level), the backbone and neck kept at their seeded weights (`zoo build` rebuilds them from the seed); "
+        } else {
+            ""
+        };
         format!(
-            "seeded {0}×{0} crops of the scenes letterboxed to 640 (the detection pre-processing), 3 in 4 centred near an object, half mirrored; task-aligned assignment, BCE + 1−IoU + DFL (gains 0.5, 7.5, 1.5), gradients clipped to norm 10; held out: mAP@0.5 at 640 (conf 0.001, NMS IoU 0.6)",
-            self.size
+            "{head}seeded {0}×{0} crops of the scenes letterboxed to {1} (the detection pre-processing), 3 in 4 centred near an object, half mirrored; task-aligned assignment, BCE + 1−IoU + DFL (gains 0.5, 7.5, 1.5), gradients clipped to norm 10; held out: mAP@0.5 at {1} (conf 0.001, NMS IoU 0.6)",
+            self.size, self.spec.zoo_size
         )
     }
 }
@@ -715,6 +771,61 @@ mod tests {
         let a = graph_at(64);
         assert_eq!(names(&a), names(&graph_at(640)));
         assert_eq!(level_names(&a).len(), 3);
+    }
+
+    /// The head `zoo::yolo::head_params` finds is ultralytics' Detect for 5 classes, counted
+    /// from its definition: per level of `ch` channels, cv2 = Conv(ch→c2, 3) + Conv(c2→c2,
+    /// 3) + Conv2d(c2→64, 1) and cv3 = Conv(ch→c3, 3) + Conv(c3→c3, 3) + Conv2d(c3→5, 1),
+    /// with biases (BatchNorm folded), c2 = max(16, ch₀/4, 64), c3 = max(ch₀, 5).
+    #[test]
+    fn the_head_is_ultralytics_detect_and_freezing_keeps_only_it_training() {
+        let count = |m: &ModelProto, keep: &std::collections::HashSet<String>| -> usize {
+            m.graph
+                .as_ref()
+                .unwrap()
+                .initializer
+                .iter()
+                .filter(|t| keep.contains(&t.name))
+                .map(|t| t.dims.iter().product::<i64>() as usize)
+                .sum()
+        };
+        let detect = |chs: [usize; 3]| -> usize {
+            let (c2, c3) = (64.max(chs[0] / 4).max(16), chs[0].max(CLASSES));
+            chs.iter()
+                .map(|&ch| {
+                    9 * ch * c2
+                        + c2
+                        + 9 * c2 * c2
+                        + c2
+                        + c2 * 64
+                        + 64
+                        + 9 * ch * c3
+                        + c3
+                        + 9 * c3 * c3
+                        + c3
+                        + c3 * CLASSES
+                        + CLASSES
+                })
+                .sum()
+        };
+        let s = spec_graph_at(&YOLOV8S_LINE_HIRES, 64);
+        let head = crate::zoo::yolo::head_params(&s);
+        assert_eq!(head.len(), 36, "{head:?}");
+        assert_eq!(count(&s, &head), detect([128, 256, 512]));
+        assert_eq!(count(&s, &head), 2_116_815);
+        let n = graph_at(64);
+        assert_eq!(
+            count(&n, &crate::zoo::yolo::head_params(&n)),
+            detect([64, 128, 256])
+        );
+        let mut g = Graph::new(&s, &Device::Cpu, DType::F32, None).unwrap();
+        let all = g.param_count();
+        g.freeze_except(&head);
+        assert_eq!(g.param_count(), 2_116_815);
+        assert!(all > 11_000_000, "{all}");
+        let saved = g.weights().unwrap();
+        assert_eq!(saved.len(), 36);
+        assert!(saved.keys().all(|k| head.contains(k)));
     }
 
     #[test]

@@ -150,7 +150,10 @@ pub struct CandleTrainer {
 
 impl CandleTrainer {
     pub fn new(w: &dyn Workload, dev: &Device, dt: DType, lr: f64) -> Result<Self, Error> {
-        let graph = Graph::new(&w.model(), dev, dt, None)?;
+        let mut graph = Graph::new(&w.model(), dev, dt, None)?;
+        if let Some(keep) = w.trainable() {
+            graph.freeze_except(&keep);
+        }
         let opt = AdamW::new(
             graph.vars(),
             ParamsAdamW {

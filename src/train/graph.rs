@@ -100,6 +100,18 @@ impl Graph {
         })
     }
 
+    /// Makes every parameter not in `keep` a constant: it no longer trains, and
+    /// [`Graph::weights`] leaves it out.
+    pub fn freeze_except(&mut self, keep: &std::collections::HashSet<String>) {
+        let (train, frozen): (Vec<_>, Vec<_>) = std::mem::take(&mut self.params)
+            .into_iter()
+            .partition(|(n, _)| keep.contains(n));
+        self.params = train;
+        for (n, v) in frozen {
+            self.consts.insert(n, v.as_tensor().detach());
+        }
+    }
+
     pub fn vars(&self) -> Vec<Var> {
         self.params.iter().map(|(_, v)| v.clone()).collect()
     }

@@ -328,6 +328,15 @@ fn run_builtin(
     progress: &Progress,
     stop: &AtomicBool,
 ) -> Result<TrainReport, Error> {
+    if s.engine == engine::Engine::Tch && workload::HEAD_ONLY.contains(&name) {
+        return Err(crate::util::setting::SettingError::says(
+            Setting::Workload,
+            format!(
+                "{name} trains its head alone, the rest of its graph frozen, which only the candle trainer does (libtorch would train every weight): use --backend candle"
+            ),
+        )
+        .into());
+    }
     // The device candle trains on, or (libtorch) the one the batches are made on.
     let (dev, precisions) = match s.engine {
         engine::Engine::Candle => {

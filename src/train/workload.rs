@@ -63,6 +63,11 @@ pub trait Workload {
     }
     /// How the data and loss are set up, in words (recorded in models/zoo.toml).
     fn recipe(&self) -> String;
+    /// The initializers that train; `None`: every weight (`graph::is_trainable`). The others
+    /// stay constants, and only the trained ones are saved.
+    fn trainable(&self) -> Option<std::collections::HashSet<String>> {
+        None
+    }
     /// The weights to save and export from the trained graph's: the same, unless the
     /// workload trains on transformed inputs, whose transform it folds back in (`probe`).
     fn saved_weights(
@@ -74,12 +79,16 @@ pub trait Workload {
 }
 
 /// The built-in workloads.
-pub const WORKLOADS: [&str; 4] = [
+pub const WORKLOADS: [&str; 5] = [
     "lstm-load-forecast",
     "mobilenetv2-meter",
     "resnet50-substation",
     "yolov8n-line",
+    "yolov8s-line-hires",
 ];
+
+/// The workloads that train part of their graph ([`Workload::trainable`]): on candle only.
+pub const HEAD_ONLY: [&str; 1] = ["yolov8s-line-hires"];
 
 /// Options every workload takes.
 #[derive(Debug, Clone)]
@@ -102,7 +111,14 @@ pub fn workload(
         "lstm-load-forecast" => Ok(Box::new(super::forecast::LoadForecast::new(o)?)),
         "mobilenetv2-meter" => Ok(Box::new(super::classify::Substation::new(o)?)),
         "resnet50-substation" => Ok(Box::new(super::probe::Probe::new(o)?)),
-        "yolov8n-line" => Ok(Box::new(super::detect::LineDetect::new(o)?)),
+        "yolov8n-line" => Ok(Box::new(super::detect::LineDetect::new(
+            o,
+            super::detect::YOLOV8N_LINE,
+        )?)),
+        "yolov8s-line-hires" => Ok(Box::new(super::detect::LineDetect::new(
+            o,
+            super::detect::YOLOV8S_LINE_HIRES,
+        )?)),
         _ => Err(crate::util::setting::SettingError::says(
             super::Setting::Workload,
             format!(

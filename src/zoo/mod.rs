@@ -203,7 +203,7 @@ pub fn entries() -> Vec<Entry> {
             reference: "ultralytics 8.4.190 DetectionModel('yolov8s.yaml'), fused: 11,156,544 parameters and 14,301,312,000 MACs at 640 with 80 classes (28.6 GFLOPs); with nc=5 at 1280: 11,127,519 parameters, 56,882,688,000 MACs. The ONNX file also stores the decoder's 100,801 constants (anchor points 2 × 33,600, strides 33,600, the scalar 2): 11,228,320 parameters",
             labels: &LINE_CLASSES,
             input_set: "line-inspection-hires",
-            train_set: None,
+            train_set: Some("line-inspection-train"),
             build: |n, dt, i| yolo::yolov8(n, dt, i, yolo::Scale::S, 5, 1280),
         },
         Entry {

@@ -197,6 +197,49 @@ fn head(y: &mut Yolo, levels: [(String, i64, i64); 3], classes: i64, size: i64) 
     }
 }
 
+/// The weights and biases of the Detect head: back from each level's concatenation of box
+/// and class logits, three convolutions per branch (Conv–Conv–Conv2d, SiLU between), as
+/// `head` builds them. Everything before them is the backbone and the neck.
+pub fn head_params(m: &ModelProto) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    let Some(g) = m.graph.as_ref() else {
+        return out;
+    };
+    let producer: std::collections::HashMap<&str, &crate::model::onnx::NodeProto> = g
+        .node
+        .iter()
+        .flat_map(|n| n.output.iter().map(move |o| (o.as_str(), n)))
+        .collect();
+    let concats = g.node.iter().filter(|n| {
+        n.op_type == "Reshape" && n.input.get(1).is_some_and(|s| s.starts_with("head_shape"))
+    });
+    for r in concats {
+        let Some(cat) = producer.get(r.input[0].as_str()) else {
+            continue;
+        };
+        for branch in &cat.input {
+            let mut v = branch.as_str();
+            for _ in 0..3 {
+                let Some(mut n) = producer.get(v).copied() else {
+                    break;
+                };
+                if n.op_type == "Mul" {
+                    match producer.get(n.input[0].as_str()) {
+                        Some(c) => n = c,
+                        None => break,
+                    }
+                }
+                if n.op_type != "Conv" {
+                    break;
+                }
+                out.extend(n.input.iter().skip(1).cloned());
+                v = n.input[0].as_str();
+            }
+        }
+    }
+    out
+}
+
 /// Splits box and class logits, decodes the boxes (DFL expectation, dist2bbox × stride) and
 /// applies the sigmoid to the classes: `[1, 4 + classes, anchors]`.
 fn decode(y: &mut Yolo, h: Head, classes: i64) -> (String, i64) {
