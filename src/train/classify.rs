@@ -36,6 +36,43 @@ fn images(split: &str, idx: &[usize], size: usize) -> std::result::Result<Images
     })
 }
 
+/// The held-out figure of a close-up classifier: top-1 accuracy `acc` against the share of
+/// the majority class among the held-out labels `y` (of `classes` classes).
+pub(super) fn against_majority(acc: f64, y: &[u32], classes: usize) -> Evaluation {
+    let mut counts = vec![0usize; classes];
+    for &c in y {
+        counts[c as usize % classes] += 1;
+    }
+    let majority = *counts.iter().max().unwrap_or(&0) as f64 / y.len().max(1) as f64;
+    Evaluation {
+        held_out: HeldOut {
+            metric: "accuracy".into(),
+            value: acc,
+            baseline: "the majority class".into(),
+            baseline_value: majority,
+            beats_baseline: acc > majority,
+            samples: y.len(),
+        },
+        lower_is_better: false,
+    }
+}
+
+/// The training record's data: the substation close-ups' two splits, counted and hashed.
+pub(super) fn closeup_data(train: &Images, heldout: &Images) -> Vec<DataRef> {
+    [("train", train), ("held-out", heldout)]
+        .into_iter()
+        .map(|(split, d)| DataRef {
+            split: split.into(),
+            name: format!(
+                "substation-train/{}-*.jpg",
+                if split == "train" { "train" } else { "heldout" }
+            ),
+            samples: d.n as u64,
+            sha256: d.sha.clone(),
+        })
+        .collect()
+}
+
 /// [`images`]' tensors and classes, the files' bytes added to `hasher` (a split hashed over
 /// several calls).
 pub(super) fn images_hashed(
@@ -146,41 +183,13 @@ impl Workload for Substation {
     }
     fn evaluate(&self, g: &Graph) -> Result<Evaluation> {
         let acc = accuracy(g, &self.heldout, self.size)?;
-        let mut counts = [0usize; 10];
-        for &c in &self.heldout.y {
-            counts[c as usize % 10] += 1;
-        }
-        let majority = *counts.iter().max().unwrap_or(&0) as f64 / self.heldout.n.max(1) as f64;
-        Ok(Evaluation {
-            held_out: HeldOut {
-                metric: "accuracy".into(),
-                value: acc,
-                baseline: "the majority class".into(),
-                baseline_value: majority,
-                beats_baseline: acc > majority,
-                samples: self.heldout.n,
-            },
-            lower_is_better: false,
-        })
+        Ok(against_majority(acc, &self.heldout.y, 10))
     }
     fn bytes_per_sample(&self) -> u64 {
         (3 * self.size * self.size * 4) as u64
     }
     fn data(&self) -> Vec<DataRef> {
-        vec![
-            DataRef {
-                split: "train".into(),
-                name: "substation-train/train-*.jpg".into(),
-                samples: self.train.n as u64,
-                sha256: self.train.sha.clone(),
-            },
-            DataRef {
-                split: "held-out".into(),
-                name: "substation-train/heldout-*.jpg".into(),
-                samples: self.heldout.n as u64,
-                sha256: self.heldout.sha.clone(),
-            },
-        ]
+        closeup_data(&self.train, &self.heldout)
     }
     fn default_batch(&self) -> usize {
         32

@@ -23,7 +23,7 @@ use candle_core::{DType, Device, Result, Tensor};
 use super::graph::Graph;
 use super::workload::{Batch, Evaluation, Workload, WorkloadOptions, gather, subset};
 use crate::model::onnx::{DataType, ModelProto};
-use crate::report::schema::train::{DataRef, HeldOut};
+use crate::report::schema::train::DataRef;
 use crate::task::inputs::{PANEL_HELDOUT, PANEL_TRAIN};
 
 const NAME: &str = "resnet50-substation";
@@ -32,13 +32,8 @@ const SIZE: usize = 224;
 const FEATURES: usize = 2048;
 const CLASSES: usize = 10;
 
-/// Standardised features of a split with their classes.
-struct Split {
-    x: Vec<f32>,
-    y: Vec<u32>,
-    n: usize,
-    sha: String,
-}
+/// Standardised features of a split with their classes (and the hash of its images).
+type Split = super::classify::Images;
 
 pub struct Probe {
     train: Split,
@@ -312,22 +307,11 @@ impl Workload for Probe {
     }
     fn evaluate(&self, g: &Graph) -> Result<Evaluation> {
         let acc = self.accuracy(g)?;
-        let mut counts = [0usize; CLASSES];
-        for &c in &self.heldout.y {
-            counts[c as usize % CLASSES] += 1;
-        }
-        let majority = *counts.iter().max().unwrap_or(&0) as f64 / self.heldout.n.max(1) as f64;
-        Ok(Evaluation {
-            held_out: HeldOut {
-                metric: "accuracy".into(),
-                value: acc,
-                baseline: "the majority class".into(),
-                baseline_value: majority,
-                beats_baseline: acc > majority,
-                samples: self.heldout.n,
-            },
-            lower_is_better: false,
-        })
+        Ok(super::classify::against_majority(
+            acc,
+            &self.heldout.y,
+            CLASSES,
+        ))
     }
     fn saved_weights(&self, w: HashMap<String, Tensor>) -> Result<HashMap<String, Tensor>> {
         let (Some(wt), Some(bt)) = (w.get("fc.weight"), w.get("fc.bias")) else {
@@ -351,20 +335,7 @@ impl Workload for Probe {
         (FEATURES * 4) as u64
     }
     fn data(&self) -> Vec<DataRef> {
-        vec![
-            DataRef {
-                split: "train".into(),
-                name: "substation-train/train-*.jpg".into(),
-                samples: self.train.n as u64,
-                sha256: self.train.sha.clone(),
-            },
-            DataRef {
-                split: "held-out".into(),
-                name: "substation-train/heldout-*.jpg".into(),
-                samples: self.heldout.n as u64,
-                sha256: self.heldout.sha.clone(),
-            },
-        ]
+        super::classify::closeup_data(&self.train, &self.heldout)
     }
     fn default_batch(&self) -> usize {
         32
