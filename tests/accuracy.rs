@@ -540,6 +540,35 @@ fn zeros_never_pass_a_zoo_grade() {
     }
 }
 
+/// A level that a null output meets grades INVALID, whatever the device scored: at C1 (MSE
+/// < 10) the zeros that a broken device (the mock) returns for MobileNetV2 score C1 (MSE
+/// 8.07 against its logits), so that level cannot tell it from a working one.
+#[test]
+fn a_level_a_null_output_meets_grades_invalid() {
+    let (code, out, err) = acceval(&[
+        "accuracy",
+        "--model",
+        "mobilenetv2-meter",
+        "--backend",
+        "mock",
+        "--require",
+        "C1",
+        "--json",
+    ]);
+    let r = json(&out);
+    assert_eq!(
+        (code, r["verdict"].as_str(), r["level"].as_str()),
+        (1, Some("INVALID"), Some("C1")),
+        "{err}"
+    );
+    assert_eq!(r["discrimination"]["discriminating"], false, "{r}");
+    let reason = r["verdict_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("cannot tell a broken device from a working one"),
+        "{reason}"
+    );
+}
+
 /// Without ONNX Runtime (a fresh machine) a zoo reference is cross-checked on candle, the
 /// embedded engine that trains the zoo's graphs, and then counts as independent of tract.
 /// `--cross-check-engine candle` asks for it where ONNX Runtime is installed too.

@@ -34,6 +34,8 @@ const REG_MAX: usize = 16;
 pub struct Spec {
     pub zoo: &'static str,
     pub scale: crate::zoo::yolo::Scale,
+    /// As the zoo entry seeds it (the weights that do not train keep these values).
+    pub seeding: crate::zoo::yolo::Seeding,
     pub zoo_size: usize,
     pub head_only: bool,
 }
@@ -41,6 +43,7 @@ pub struct Spec {
 pub const YOLOV8N_LINE: Spec = Spec {
     zoo: "yolov8n-line",
     scale: crate::zoo::yolo::Scale::N,
+    seeding: crate::zoo::yolo::Seeding::TRAINED_WHOLE,
     zoo_size: 640,
     head_only: false,
 };
@@ -48,6 +51,7 @@ pub const YOLOV8N_LINE: Spec = Spec {
 pub const YOLOV8S_LINE_HIRES: Spec = Spec {
     zoo: "yolov8s-line-hires",
     scale: crate::zoo::yolo::Scale::S,
+    seeding: crate::zoo::yolo::Seeding::FROZEN_FEATURES,
     zoo_size: 1280,
     head_only: true,
 };
@@ -131,6 +135,7 @@ pub fn spec_graph_at(spec: &Spec, size: usize) -> ModelProto {
         crate::model::onnx::DataType::FLOAT,
         None,
         spec.scale,
+        spec.seeding,
         CLASSES as i64,
         size as i64,
     )
@@ -727,9 +732,13 @@ impl Workload for LineDetect {
     }
     fn recipe(&self) -> String {
         let head = if self.spec.head_only {
-            "the Detect head alone (its two branches per level), the backbone and neck kept at their seeded weights (`zoo build` rebuilds them from the seed); "
+            let s = self.spec.seeding;
+            format!(
+                "the Detect head alone (its two branches per level), the backbone and neck kept at their seeded weights ({} × He-normal, biases N(0, {}²); `zoo build` rebuilds them from the seed); ",
+                s.gain, s.bias_std
+            )
         } else {
-            ""
+            String::new()
         };
         format!(
             "{head}seeded {0}×{0} crops of the scenes letterboxed to {1} (the detection pre-processing), 3 in 4 centred near an object, half mirrored; task-aligned assignment, BCE + 1−IoU + DFL (gains 0.5, 7.5, 1.5), gradients clipped to norm 10; held out: mAP@0.5 at {1} (conf 0.001, NMS IoU 0.6)",

@@ -191,7 +191,17 @@ pub fn entries() -> Vec<Entry> {
             labels: &LINE_CLASSES,
             input_set: "line-inspection",
             train_set: Some("line-inspection-train"),
-            build: |n, dt, i| yolo::yolov8(n, dt, i, yolo::Scale::N, 5, 640),
+            build: |n, dt, i| {
+                yolo::yolov8(
+                    n,
+                    dt,
+                    i,
+                    yolo::Scale::N,
+                    yolo::Seeding::TRAINED_WHOLE,
+                    5,
+                    640,
+                )
+            },
         },
         Entry {
             name: "yolov8s-line-hires",
@@ -204,7 +214,17 @@ pub fn entries() -> Vec<Entry> {
             labels: &LINE_CLASSES,
             input_set: "line-inspection-hires",
             train_set: Some("line-inspection-train"),
-            build: |n, dt, i| yolo::yolov8(n, dt, i, yolo::Scale::S, 5, 1280),
+            build: |n, dt, i| {
+                yolo::yolov8(
+                    n,
+                    dt,
+                    i,
+                    yolo::Scale::S,
+                    yolo::Seeding::FROZEN_FEATURES,
+                    5,
+                    1280,
+                )
+            },
         },
         Entry {
             name: "resnet50-substation",

@@ -2,7 +2,7 @@
 //!
 //! Convolutions are written as inference graphs are exported: BatchNorm folded into the
 //! convolution's weights and bias. Weights are seeded He-normal (std √(2/fan_in)) times a
-//! per-layer gain, and biases N(0, 0.05²), which keeps activations in a trained network's
+//! per-layer gain, and biases N(0, 0.05²) unless a model says otherwise, which keeps activations in a trained network's
 //! range. Each tensor's values come from a stream seeded by the model name and the tensor
 //! name, so a model is the same bit for bit on every machine.
 //!
@@ -37,6 +37,8 @@ pub struct Net {
     pub quant: Option<super::Calibration>,
     /// Trained values by initializer name; seeded values where a name has none.
     pub trained: Option<super::Trained>,
+    /// Standard deviation of the seeded convolution biases.
+    pub bias_std: f64,
     model: String,
     n: usize,
 }
@@ -48,6 +50,7 @@ impl Net {
             dt,
             quant: None,
             trained: None,
+            bias_std: 0.05,
             model: model.to_string(),
             n: 0,
         }
@@ -282,7 +285,7 @@ impl Net {
             gain * (2.0 / fan_in as f64).sqrt(),
             0,
         );
-        let b = self.random(&format!("{name}.bias"), &[cout], 0.05);
+        let b = self.random(&format!("{name}.bias"), &[cout], self.bias_std);
         let p = k / 2;
         let mut n = node(
             "Conv",
