@@ -59,14 +59,11 @@ pub(super) fn against_majority(acc: f64, y: &[u32], classes: usize) -> Evaluatio
 
 /// The training record's data: the substation close-ups' two splits, counted and hashed.
 pub(super) fn closeup_data(train: &Images, heldout: &Images) -> Vec<DataRef> {
-    [("train", train), ("held-out", heldout)]
+    [("train", "train", train), ("held-out", "heldout", heldout)]
         .into_iter()
-        .map(|(split, d)| DataRef {
+        .map(|(split, prefix, d)| DataRef {
             split: split.into(),
-            name: format!(
-                "substation-train/{}-*.jpg",
-                if split == "train" { "train" } else { "heldout" }
-            ),
+            name: format!("substation-train/{prefix}-*.jpg"),
             samples: d.n as u64,
             sha256: d.sha.clone(),
         })

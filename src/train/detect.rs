@@ -33,26 +33,20 @@ const REG_MAX: usize = 16;
 #[derive(Debug, Clone, Copy)]
 pub struct Spec {
     pub zoo: &'static str,
-    pub scale: crate::zoo::yolo::Scale,
-    /// As the zoo entry seeds it (the weights that do not train keep these values).
-    pub seeding: crate::zoo::yolo::Seeding,
-    pub zoo_size: usize,
+    /// As the zoo entry builds it (the weights that do not train keep their seeded values).
+    pub line: crate::zoo::yolo::Line,
     pub head_only: bool,
 }
 
 pub const YOLOV8N_LINE: Spec = Spec {
     zoo: "yolov8n-line",
-    scale: crate::zoo::yolo::Scale::N,
-    seeding: crate::zoo::yolo::Seeding::TRAINED_WHOLE,
-    zoo_size: 640,
+    line: crate::zoo::yolo::LINE_N,
     head_only: false,
 };
 
 pub const YOLOV8S_LINE_HIRES: Spec = Spec {
     zoo: "yolov8s-line-hires",
-    scale: crate::zoo::yolo::Scale::S,
-    seeding: crate::zoo::yolo::Seeding::FROZEN_FEATURES,
-    zoo_size: 1280,
+    line: crate::zoo::yolo::LINE_S_HIRES,
     head_only: true,
 };
 const STRIDES: [usize; 3] = [8, 16, 32];
@@ -130,13 +124,10 @@ pub fn graph_at(size: usize) -> ModelProto {
 
 /// The zoo graph of `spec` (seeded weights) for a `size` input.
 pub fn spec_graph_at(spec: &Spec, size: usize) -> ModelProto {
-    crate::zoo::yolo::yolov8(
+    spec.line.graph(
         spec.zoo,
         crate::model::onnx::DataType::FLOAT,
         None,
-        spec.scale,
-        spec.seeding,
-        CLASSES as i64,
         size as i64,
     )
 }
@@ -144,7 +135,7 @@ pub fn spec_graph_at(spec: &Spec, size: usize) -> ModelProto {
 impl LineDetect {
     pub fn new(o: &WorkloadOptions, spec: Spec) -> std::result::Result<LineDetect, super::Error> {
         let size = o.image_size.unwrap_or(160);
-        let side = spec.zoo_size;
+        let side = spec.line.side as usize;
         if !size.is_multiple_of(32) || size > side {
             return Err(crate::util::setting::SettingError::says(
                 super::Setting::ImageSize,
@@ -198,7 +189,7 @@ impl LineDetect {
         let c = self.size;
         let mut rng =
             crate::util::rng::SplitMix64(self.seed ^ salt.wrapping_mul(0x9e37_79b9) ^ i as u64);
-        let side = self.spec.zoo_size;
+        let side = self.spec.line.side as usize;
         let max = (side - c) as f64;
         // Three crops in four are centred near one of the scene's objects (jittered by up
         // to a quarter crop): the objects are small (an insulator string is ~6 × 25 px at
@@ -689,7 +680,7 @@ impl Workload for LineDetect {
         Some(self.targets(dist, scores, rows, bsz))
     }
     fn evaluate(&self, g: &Graph) -> Result<Evaluation> {
-        let side = self.spec.zoo_size;
+        let side = self.spec.line.side as usize;
         let m_zoo = spec_graph_at(&self.spec, side);
         let trained = Graph::new(&m_zoo, &g.device, g.dtype, Some(&g.weights()?))?;
         let value = map50(&self.heldout, side, &trained)?;
@@ -732,7 +723,7 @@ impl Workload for LineDetect {
     }
     fn recipe(&self) -> String {
         let head = if self.spec.head_only {
-            let s = self.spec.seeding;
+            let s = self.spec.line.seeding;
             format!(
                 "the Detect head alone (its two branches per level), the backbone and neck kept at their seeded weights ({} × He-normal, biases N(0, {}²); `zoo build` rebuilds them from the seed); ",
                 s.gain, s.bias_std
@@ -742,7 +733,7 @@ impl Workload for LineDetect {
         };
         format!(
             "{head}seeded {0}×{0} crops of the scenes letterboxed to {1} (the detection pre-processing), 3 in 4 centred near an object, half mirrored; task-aligned assignment, BCE + 1−IoU + DFL (gains 0.5, 7.5, 1.5), gradients clipped to norm 10; held out: mAP@0.5 at {1} (conf 0.001, NMS IoU 0.6)",
-            self.size, self.spec.zoo_size
+            self.size, self.spec.line.side as usize
         )
     }
 }
@@ -750,6 +741,22 @@ impl Workload for LineDetect {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The graph a workload trains on is the zoo entry's graph of the same name: the same
+    /// initializers, bit for bit (the head keeps the backbone's seeded weights only if both
+    /// build it alike).
+    #[test]
+    fn each_spec_builds_its_zoo_entrys_graph() {
+        let entries = crate::zoo::entries();
+        for spec in [YOLOV8N_LINE, YOLOV8S_LINE_HIRES] {
+            let e = entries.iter().find(|e| e.name == spec.zoo).expect(spec.zoo);
+            assert_eq!(e.input_shape[2], spec.line.side, "{}", spec.zoo);
+            let zoo = crate::zoo::build_graph(e, crate::model::onnx::DataType::FLOAT);
+            let ours = spec_graph_at(&spec, spec.line.side as usize);
+            let inits = |m: &ModelProto| m.graph.as_ref().unwrap().initializer.clone();
+            assert!(inits(&zoo) == inits(&ours), "{}", spec.zoo);
+        }
+    }
 
     #[test]
     fn average_precision_hand_values() {

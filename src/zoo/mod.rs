@@ -191,17 +191,7 @@ pub fn entries() -> Vec<Entry> {
             labels: &LINE_CLASSES,
             input_set: "line-inspection",
             train_set: Some("line-inspection-train"),
-            build: |n, dt, i| {
-                yolo::yolov8(
-                    n,
-                    dt,
-                    i,
-                    yolo::Scale::N,
-                    yolo::Seeding::TRAINED_WHOLE,
-                    5,
-                    640,
-                )
-            },
+            build: |n, dt, i| yolo::LINE_N.graph(n, dt, i, yolo::LINE_N.side),
         },
         Entry {
             name: "yolov8s-line-hires",
@@ -214,17 +204,7 @@ pub fn entries() -> Vec<Entry> {
             labels: &LINE_CLASSES,
             input_set: "line-inspection-hires",
             train_set: Some("line-inspection-train"),
-            build: |n, dt, i| {
-                yolo::yolov8(
-                    n,
-                    dt,
-                    i,
-                    yolo::Scale::S,
-                    yolo::Seeding::FROZEN_FEATURES,
-                    5,
-                    1280,
-                )
-            },
+            build: |n, dt, i| yolo::LINE_S_HIRES.graph(n, dt, i, yolo::LINE_S_HIRES.side),
         },
         Entry {
             name: "resnet50-substation",

@@ -2,8 +2,8 @@
 //!
 //! Convolutions are written as inference graphs are exported: BatchNorm folded into the
 //! convolution's weights and bias. Weights are seeded He-normal (std √(2/fan_in)) times a
-//! per-layer gain, and biases N(0, 0.05²) unless a model says otherwise, which keeps activations in a trained network's
-//! range. Each tensor's values come from a stream seeded by the model name and the tensor
+//! per-layer gain, and biases N(0, 0.05²) unless a model says otherwise, which keeps
+//! activations in a trained network's range. Each tensor's values come from a stream seeded by the model name and the tensor
 //! name, so a model is the same bit for bit on every machine.
 //!
 //! The compute type is FP32 or FP16. FP16 graphs keep FP32 inputs and outputs and cast at

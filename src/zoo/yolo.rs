@@ -55,6 +55,46 @@ impl Seeding {
     };
 }
 
+/// A line-inspection detector as the zoo ships it: one definition for its zoo entry and
+/// for the workload that trains it, so a head is trained on the backbone the zoo builds.
+#[derive(Clone, Copy, Debug)]
+pub struct Line {
+    pub scale: Scale,
+    pub seeding: Seeding,
+    pub classes: i64,
+    /// The input side the zoo builds it at.
+    pub side: i64,
+}
+
+/// yolov8n-line: trained whole at 640.
+pub const LINE_N: Line = Line {
+    scale: Scale::N,
+    seeding: Seeding::TRAINED_WHOLE,
+    classes: 5,
+    side: 640,
+};
+
+/// yolov8s-line-hires: the head trained on the seeded backbone and neck, at 1280.
+pub const LINE_S_HIRES: Line = Line {
+    scale: Scale::S,
+    seeding: Seeding::FROZEN_FEATURES,
+    classes: 5,
+    side: 1280,
+};
+
+impl Line {
+    /// Its graph for a square `size` input (the same initializer names at every size).
+    pub fn graph(
+        &self,
+        name: &str,
+        dt: DataType,
+        init: Option<super::Init>,
+        size: i64,
+    ) -> ModelProto {
+        yolov8(name, dt, init, self.scale, self.seeding, self.classes, size)
+    }
+}
+
 struct Yolo {
     n: Net,
     depth: f64,
