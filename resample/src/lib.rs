@@ -135,7 +135,13 @@ fn horizontal_pass(tmp: &[f32], row: usize, c: usize, across: &[Taps]) -> Vec<u8
     let nh = tmp.len() / row;
     let mut out = vec![0u8; nw * nh * c];
     match c {
+        #[cfg(target_arch = "x86_64")]
+        3 => horizontal_simd::<3>(tmp, row, across, &mut out),
+        #[cfg(target_arch = "x86_64")]
+        4 => horizontal_simd::<4>(tmp, row, across, &mut out),
+        #[cfg(not(target_arch = "x86_64"))]
         3 => horizontal::<3>(tmp, row, across, &mut out),
+        #[cfg(not(target_arch = "x86_64"))]
         4 => horizontal::<4>(tmp, row, across, &mut out),
         1 => horizontal::<1>(tmp, row, across, &mut out),
         _ => {
@@ -171,6 +177,126 @@ fn horizontal<const C: usize>(tmp: &[f32], row: usize, across: &[Taps], out: &mu
             for ch in 0..C {
                 px[ch] = to_u8(acc[ch]);
             }
+        }
+    }
+}
+
+/// [`horizontal`] with a pixel's channels in the lanes of a vector (C ≤ 4; lanes past C load
+/// the next pixel's values and are dropped): each lane does the same multiply, then add, in
+/// the same order, so the same bits. The scalar loop spends its time issuing instructions
+/// (21 multiply-adds per pixel at a scale of 3); with AVX two pixels of the same tap count
+/// share a vector, else one pixel takes an SSE vector (SSE2 is part of x86_64). For
+/// 1920×1080 → 640×360 the pass took 2.63 ms scalar, 1.39 ms SSE, 1.0 ms AVX (medians,
+/// this machine). A pixel whose last 4-float load would pass the row's end is scalar.
+#[cfg(target_arch = "x86_64")]
+fn horizontal_simd<const C: usize>(tmp: &[f32], row: usize, across: &[Taps], out: &mut [u8]) {
+    const { assert!(C <= 4) };
+    if std::is_x86_feature_detected!("avx") {
+        // SAFETY: the CPU has AVX (checked just above).
+        return unsafe { horizontal_avx::<C>(tmp, row, across, out) };
+    }
+    let nw = across.len();
+    for (line, dst) in tmp.chunks_exact(row).zip(out.chunks_exact_mut(nw * C)) {
+        for (t, px) in across.iter().zip(dst.chunks_exact_mut(C)) {
+            pixel_sse::<C>(line, t, px);
+        }
+    }
+}
+
+/// Whether the 4-float loads of `t`'s taps stay inside `line`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn loads_fit<const C: usize>(line: &[f32], t: &Taps) -> bool {
+    (t.left + t.weights.len() - 1) * C + 4 <= line.len()
+}
+
+/// One output pixel: an SSE vector where its loads fit, else [`horizontal`]'s scalar sums.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn pixel_sse<const C: usize>(line: &[f32], t: &Taps, px: &mut [u8]) {
+    use std::arch::x86_64::*;
+    if !loads_fit::<C>(line, t) {
+        let mut acc = [0.0f32; C];
+        let span = &line[t.left * C..(t.left + t.weights.len()) * C];
+        for (src, &wt) in span.chunks_exact(C).zip(&t.weights) {
+            for ch in 0..C {
+                acc[ch] += src[ch] * wt;
+            }
+        }
+        for ch in 0..C {
+            px[ch] = to_u8(acc[ch]);
+        }
+        return;
+    }
+    // SAFETY: SSE2 is part of x86_64; each load reads 4 floats of `line` from
+    // (left + i)·C for i below the tap count, inside `line` (`loads_fit`).
+    let lanes = unsafe {
+        let p = line.as_ptr().add(t.left * C);
+        let mut acc = _mm_setzero_ps();
+        for (i, &wt) in t.weights.iter().enumerate() {
+            let v = _mm_loadu_ps(p.add(i * C));
+            acc = _mm_add_ps(acc, _mm_mul_ps(v, _mm_set1_ps(wt)));
+        }
+        // `to_u8` on four lanes: clamp, truncate, add 1 where the remainder is ≥ ½.
+        let x = _mm_min_ps(_mm_max_ps(acc, _mm_setzero_ps()), _mm_set1_ps(255.0));
+        let i = _mm_cvttps_epi32(x);
+        let r = _mm_sub_ps(x, _mm_cvtepi32_ps(i));
+        let up = _mm_and_si128(
+            _mm_castps_si128(_mm_cmpge_ps(r, _mm_set1_ps(0.5))),
+            _mm_set1_epi32(1),
+        );
+        let mut lanes = [0i32; 4];
+        _mm_storeu_si128(lanes.as_mut_ptr().cast(), _mm_add_epi32(i, up));
+        lanes
+    };
+    for ch in 0..C {
+        px[ch] = lanes[ch] as u8;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn horizontal_avx<const C: usize>(tmp: &[f32], row: usize, across: &[Taps], out: &mut [u8]) {
+    use std::arch::x86_64::*;
+    let nw = across.len();
+    for (line, dst) in tmp.chunks_exact(row).zip(out.chunks_exact_mut(nw * C)) {
+        let mut x = 0;
+        while x < nw {
+            let a = &across[x];
+            let pair = across.get(x + 1).filter(|b| {
+                b.weights.len() == a.weights.len() && loads_fit::<C>(line, a) && loads_fit::<C>(line, b)
+            });
+            let Some(b) = pair else {
+                pixel_sse::<C>(line, a, &mut dst[x * C..(x + 1) * C]);
+                x += 1;
+                continue;
+            };
+            // SAFETY: AVX is enabled for this function; the loads stay inside `line` for
+            // both pixels (`loads_fit`), as in `pixel_sse`.
+            let lanes = unsafe {
+                let (pa, pb) = (line.as_ptr().add(a.left * C), line.as_ptr().add(b.left * C));
+                let mut acc = _mm256_setzero_ps();
+                for (i, (&wa, &wb)) in a.weights.iter().zip(&b.weights).enumerate() {
+                    let v = _mm256_set_m128(_mm_loadu_ps(pb.add(i * C)), _mm_loadu_ps(pa.add(i * C)));
+                    let w = _mm256_set_m128(_mm_set1_ps(wb), _mm_set1_ps(wa));
+                    acc = _mm256_add_ps(acc, _mm256_mul_ps(v, w));
+                }
+                let v = _mm256_min_ps(_mm256_max_ps(acc, _mm256_setzero_ps()), _mm256_set1_ps(255.0));
+                let i = _mm256_cvttps_epi32(v);
+                let r = _mm256_sub_ps(v, _mm256_cvtepi32_ps(i));
+                let up = _mm256_cmp_ps::<_CMP_GE_OQ>(r, _mm256_set1_ps(0.5));
+                // AVX (not AVX2) has no 256-bit integer add: the rounding adds 1.0 in floats
+                // to the truncated value (exact for values up to 255) and converts back.
+                let f = _mm256_add_ps(_mm256_cvtepi32_ps(i), _mm256_and_ps(up, _mm256_set1_ps(1.0)));
+                let mut lanes = [0i32; 8];
+                _mm256_storeu_si256(lanes.as_mut_ptr().cast(), _mm256_cvttps_epi32(f));
+                lanes
+            };
+            for ch in 0..C {
+                dst[x * C + ch] = lanes[ch] as u8;
+                dst[(x + 1) * C + ch] = lanes[4 + ch] as u8;
+            }
+            x += 2;
         }
     }
 }
