@@ -110,9 +110,11 @@ def main():
         print(f"  {side:8s} decode P50 {d:7.3f} ms  letterbox P50 {p:7.3f} ms  sum {d + p:7.3f} ms  "
               f"(rounds' P50s, decode: {', '.join(f'{r[0]:.2f}' for r in rs)}; "
               f"letterbox: {', '.join(f'{r[1]:.2f}' for r in rs)})")
-    print(f"  ratio acceval / OpenCV: {total['acceval'] / total['opencv']:.3f} (issue 26's goal: <= 0.5)")
+    ratio = total["acceval"] / total["opencv"]
+    print(f"  ratio acceval / OpenCV: {ratio:.3f} (issue 26's goal: <= 0.5)")
     full = statistics.median(f["full path"] for f in floors)
-    print(f"  floor, the {len(jpegs)} JPEG files: OpenCV's whole path {full:.3f} ms; its decode alone at")
+    print(f"  floor, the {len(jpegs)} JPEG files: OpenCV's whole path {full:.3f} ms; "
+          "its decode alone at")
     for name, flag in REDUCED:
         v = statistics.median(f[name] for f in floors)
         h, w = cv2.imdecode(jpegs[0], flag).shape[:2]

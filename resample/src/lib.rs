@@ -264,7 +264,9 @@ unsafe fn horizontal_avx<const C: usize>(tmp: &[f32], row: usize, across: &[Taps
         while x < nw {
             let a = &across[x];
             let pair = across.get(x + 1).filter(|b| {
-                b.weights.len() == a.weights.len() && loads_fit::<C>(line, a) && loads_fit::<C>(line, b)
+                b.weights.len() == a.weights.len()
+                    && loads_fit::<C>(line, a)
+                    && loads_fit::<C>(line, b)
             });
             let Some(b) = pair else {
                 pixel_sse::<C>(line, a, &mut dst[x * C..(x + 1) * C]);
@@ -277,17 +279,24 @@ unsafe fn horizontal_avx<const C: usize>(tmp: &[f32], row: usize, across: &[Taps
                 let (pa, pb) = (line.as_ptr().add(a.left * C), line.as_ptr().add(b.left * C));
                 let mut acc = _mm256_setzero_ps();
                 for (i, (&wa, &wb)) in a.weights.iter().zip(&b.weights).enumerate() {
-                    let v = _mm256_set_m128(_mm_loadu_ps(pb.add(i * C)), _mm_loadu_ps(pa.add(i * C)));
+                    let v =
+                        _mm256_set_m128(_mm_loadu_ps(pb.add(i * C)), _mm_loadu_ps(pa.add(i * C)));
                     let w = _mm256_set_m128(_mm_set1_ps(wb), _mm_set1_ps(wa));
                     acc = _mm256_add_ps(acc, _mm256_mul_ps(v, w));
                 }
-                let v = _mm256_min_ps(_mm256_max_ps(acc, _mm256_setzero_ps()), _mm256_set1_ps(255.0));
+                let v = _mm256_min_ps(
+                    _mm256_max_ps(acc, _mm256_setzero_ps()),
+                    _mm256_set1_ps(255.0),
+                );
                 let i = _mm256_cvttps_epi32(v);
                 let r = _mm256_sub_ps(v, _mm256_cvtepi32_ps(i));
                 let up = _mm256_cmp_ps::<_CMP_GE_OQ>(r, _mm256_set1_ps(0.5));
                 // AVX (not AVX2) has no 256-bit integer add: the rounding adds 1.0 in floats
                 // to the truncated value (exact for values up to 255) and converts back.
-                let f = _mm256_add_ps(_mm256_cvtepi32_ps(i), _mm256_and_ps(up, _mm256_set1_ps(1.0)));
+                let f = _mm256_add_ps(
+                    _mm256_cvtepi32_ps(i),
+                    _mm256_and_ps(up, _mm256_set1_ps(1.0)),
+                );
                 let mut lanes = [0i32; 8];
                 _mm256_storeu_si256(lanes.as_mut_ptr().cast(), _mm256_cvttps_epi32(f));
                 lanes
