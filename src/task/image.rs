@@ -134,8 +134,14 @@ fn jpeg_complete(b: &[u8]) -> Result<(), String> {
         i += len;
         if m == 0xDA {
             // Entropy-coded data: runs to the next 0xFF that is not a stuffed 0x00 or a
-            // restart marker.
+            // restart marker. memchr jumps to each 0xFF (SIMD): a byte-at-a-time walk over
+            // a 1920×1080 frame's 370 KB of data cost about 0.3 ms of its decode.
             loop {
+                if let Some(k) = b.get(i..).and_then(|rest| memchr::memchr(0xFF, rest)) {
+                    i += k;
+                } else {
+                    i = b.len();
+                }
                 match b.get(i) {
                     None => {
                         return Err(
@@ -288,25 +294,26 @@ pub fn letterbox_nchw(
     let lut = levels(mean, std);
     let side = size as usize;
     let n = side * side;
+    let (nw, nh, px, py) = (
+        nw as usize,
+        nh as usize,
+        lb.pad_x as usize,
+        lb.pad_y as usize,
+    );
+    // Each value written once, in order: a plane's top padding, then per row its left
+    // padding, the image's values through the channel's table and its right padding, then
+    // the bottom padding (filling the planes first and overwriting the image's part wrote
+    // 1.6× the bytes).
     let mut v = Vec::with_capacity(3 * n);
-    for l in &lut {
-        v.extend(std::iter::repeat_n(l[114], n));
-    }
-    let (rp, gb) = v.split_at_mut(n);
-    let (gp, bp) = gb.split_at_mut(n);
-    let (nw, px, py) = (nw as usize, lb.pad_x as usize, lb.pad_y as usize);
-    for (y, line) in r.as_raw().chunks_exact(nw * 3).enumerate() {
-        let at = (py + y) * side + px;
-        let (rr, gg, bb) = (
-            &mut rp[at..at + nw],
-            &mut gp[at..at + nw],
-            &mut bp[at..at + nw],
-        );
-        for (i, p) in line.chunks_exact(3).enumerate() {
-            rr[i] = lut[0][p[0] as usize];
-            gg[i] = lut[1][p[1] as usize];
-            bb[i] = lut[2][p[2] as usize];
+    for (ch, l) in lut.iter().enumerate() {
+        let pad = l[114];
+        v.extend(std::iter::repeat_n(pad, py * side));
+        for line in r.as_raw().chunks_exact(nw * 3) {
+            v.extend(std::iter::repeat_n(pad, px));
+            v.extend(line.chunks_exact(3).map(|p| l[p[ch] as usize]));
+            v.extend(std::iter::repeat_n(pad, side - px - nw));
         }
+        v.extend(std::iter::repeat_n(pad, (side - py - nh) * side));
     }
     let t = Array4::from_shape_vec((1, 3, side, side), v)
         .expect("3 planes of size × size")
