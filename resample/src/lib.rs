@@ -167,17 +167,23 @@ fn horizontal<const C: usize>(tmp: &[f32], row: usize, across: &[Taps], out: &mu
     let nw = across.len();
     for (line, dst) in tmp.chunks_exact(row).zip(out.chunks_exact_mut(nw * C)) {
         for (t, px) in across.iter().zip(dst.chunks_exact_mut(C)) {
-            let mut acc = [0.0f32; C];
-            let span = &line[t.left * C..(t.left + t.weights.len()) * C];
-            for (src, &wt) in span.chunks_exact(C).zip(&t.weights) {
-                for ch in 0..C {
-                    acc[ch] += src[ch] * wt;
-                }
-            }
-            for ch in 0..C {
-                px[ch] = to_u8(acc[ch]);
-            }
+            pixel_scalar::<C>(line, t, px);
         }
+    }
+}
+
+/// One output pixel of [`horizontal`]: each channel sums its taps in order, from 0.
+#[inline(always)]
+fn pixel_scalar<const C: usize>(line: &[f32], t: &Taps, px: &mut [u8]) {
+    let mut acc = [0.0f32; C];
+    let span = &line[t.left * C..(t.left + t.weights.len()) * C];
+    for (src, &wt) in span.chunks_exact(C).zip(&t.weights) {
+        for ch in 0..C {
+            acc[ch] += src[ch] * wt;
+        }
+    }
+    for ch in 0..C {
+        px[ch] = to_u8(acc[ch]);
     }
 }
 
@@ -210,23 +216,13 @@ fn loads_fit<const C: usize>(line: &[f32], t: &Taps) -> bool {
     (t.left + t.weights.len() - 1) * C + 4 <= line.len()
 }
 
-/// One output pixel: an SSE vector where its loads fit, else [`horizontal`]'s scalar sums.
+/// One output pixel: an SSE vector where its loads fit, else [`pixel_scalar`].
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn pixel_sse<const C: usize>(line: &[f32], t: &Taps, px: &mut [u8]) {
     use std::arch::x86_64::*;
     if !loads_fit::<C>(line, t) {
-        let mut acc = [0.0f32; C];
-        let span = &line[t.left * C..(t.left + t.weights.len()) * C];
-        for (src, &wt) in span.chunks_exact(C).zip(&t.weights) {
-            for ch in 0..C {
-                acc[ch] += src[ch] * wt;
-            }
-        }
-        for ch in 0..C {
-            px[ch] = to_u8(acc[ch]);
-        }
-        return;
+        return pixel_scalar::<C>(line, t, px);
     }
     // SAFETY: SSE2 is part of x86_64; each load reads 4 floats of `line` from
     // (left + i)·C for i below the tap count, inside `line` (`loads_fit`).

@@ -136,28 +136,16 @@ fn jpeg_complete(b: &[u8]) -> Result<(), String> {
             // Entropy-coded data: runs to the next 0xFF that is not a stuffed 0x00 or a
             // restart marker. memchr jumps to each 0xFF (SIMD): a byte-at-a-time walk over
             // a 1920×1080 frame's 370 KB of data cost about 0.3 ms of its decode.
+            const CUT: &str = "the file ends inside the image data, before its end-of-image marker";
             loop {
-                if let Some(k) = b.get(i..).and_then(|rest| memchr::memchr(0xFF, rest)) {
-                    i += k;
-                } else {
-                    i = b.len();
-                }
-                match b.get(i) {
-                    None => {
-                        return Err(
-                            "the file ends inside the image data, before its end-of-image marker"
-                                .into(),
-                        );
-                    }
-                    Some(&0xFF) => match b.get(i + 1) {
-                        Some(0x00 | 0xD0..=0xD7 | 0xFF) => i += 1,
-                        Some(_) => break,
-                        None => return Err(
-                            "the file ends inside the image data, before its end-of-image marker"
-                                .into(),
-                        ),
-                    },
-                    Some(_) => i += 1,
+                let Some(k) = b.get(i..).and_then(|rest| memchr::memchr(0xFF, rest)) else {
+                    return Err(CUT.into());
+                };
+                i += k;
+                match b.get(i + 1) {
+                    Some(0x00 | 0xD0..=0xD7 | 0xFF) => i += 1,
+                    Some(_) => break,
+                    None => return Err(CUT.into()),
                 }
             }
         }
