@@ -82,11 +82,23 @@ impl Depthwise {
                             continue;
                         };
                         let row = &xin[iy * d.w..(iy + 1) * d.w];
+                        let orow = &mut out[oy * d.ow..(oy + 1) * d.ow];
                         for j in 0..k {
                             let wij = f[i * k + j];
-                            for ox in 0..d.ow {
-                                if let Some(ix) = self.at(ox, j, d.w) {
-                                    out[oy * d.ow + ox] += wij * row[ix];
+                            let r = super::cpu::span(j, self.s, self.p, d.w, d.ow);
+                            if r.is_empty() {
+                                continue;
+                            }
+                            let first = r.start * self.s + j - self.p;
+                            if self.s == 1 {
+                                let src = &row[first..first + r.len()];
+                                for (o, &v) in orow[r].iter_mut().zip(src) {
+                                    *o += wij * v;
+                                }
+                            } else {
+                                let src = row[first..].iter().step_by(self.s);
+                                for (o, &v) in orow[r].iter_mut().zip(src) {
+                                    *o += wij * v;
                                 }
                             }
                         }
@@ -110,8 +122,8 @@ impl CustomOp2 for Depthwise {
         l2: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let d = self.dims(l1.dims(), l2.dims())?;
-        let x = super::lstm::cpu_f32(s1, l1, "depthwise: the input")?;
-        let w = super::lstm::cpu_f32(s2, l2, "depthwise: the weight")?;
+        let x = super::cpu::cpu_f32(s1, l1, "depthwise: the input")?;
+        let w = super::cpu::cpu_f32(s2, l2, "depthwise: the weight")?;
         let y = self.forward(x, w, d);
         Ok((CpuStorage::F32(y), Shape::from((d.n, d.c, d.oh, d.ow))))
     }
@@ -140,11 +152,24 @@ impl CustomOp2 for Depthwise {
                         let Some(iy) = self.at(oy, i, d.h) else {
                             continue;
                         };
+                        let grow = &g[oy * d.ow..(oy + 1) * d.ow];
+                        let irow = &mut gin[iy * d.w..(iy + 1) * d.w];
                         for j in 0..k {
                             let wij = f[i * k + j];
-                            for ox in 0..d.ow {
-                                if let Some(ix) = self.at(ox, j, d.w) {
-                                    gin[iy * d.w + ix] += wij * g[oy * d.ow + ox];
+                            let r = super::cpu::span(j, self.s, self.p, d.w, d.ow);
+                            if r.is_empty() {
+                                continue;
+                            }
+                            let first = r.start * self.s + j - self.p;
+                            if self.s == 1 {
+                                let dst = &mut irow[first..first + r.len()];
+                                for (o, &v) in dst.iter_mut().zip(&grow[r]) {
+                                    *o += wij * v;
+                                }
+                            } else {
+                                let dst = irow[first..].iter_mut().step_by(self.s);
+                                for (o, &v) in dst.zip(&grow[r]) {
+                                    *o += wij * v;
                                 }
                             }
                         }
@@ -163,12 +188,18 @@ impl CustomOp2 for Depthwise {
                         let Some(iy) = self.at(oy, i, d.h) else {
                             continue;
                         };
+                        let xrow = &xin[iy * d.w..(iy + 1) * d.w];
+                        let grow = &g[oy * d.ow..(oy + 1) * d.ow];
                         for j in 0..k {
+                            let r = super::cpu::span(j, self.s, self.p, d.w, d.ow);
+                            if r.is_empty() {
+                                continue;
+                            }
+                            let first = r.start * self.s + j - self.p;
+                            let xs = xrow[first..].iter().step_by(self.s);
                             let mut acc = 0f32;
-                            for ox in 0..d.ow {
-                                if let Some(ix) = self.at(ox, j, d.w) {
-                                    acc += xin[iy * d.w + ix] * g[oy * d.ow + ox];
-                                }
+                            for (&xv, &gv) in xs.zip(&grow[r]) {
+                                acc += xv * gv;
                             }
                             gw[i * k + j] += acc;
                         }

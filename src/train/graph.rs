@@ -7,15 +7,20 @@
 //! target starts with 1 takes the batch instead. It leaves data, losses and the loop to the
 //! workloads.
 //!
-//! Three operators are not candle's kernels: depthwise convolutions (a fused op with its
-//! own backward, `depthwise`, on the CPU in f32, else nine shifted multiply-adds; candle
-//! splits grouped convolutions into one convolution per channel), LSTM layers (the fused
-//! `lstm` op, on the CPU in f32), and max pooling with a stride below its kernel
-//! (candle 0.11 has no backward for it; the maximum of shifted views has one).
+//! On the CPU in f32 these are not candle's kernels but fused ops with their own backward
+//! passes: convolutions (`conv`: im2col and candle's GEMM, one group; `depthwise`: one filter
+//! per channel, where candle splits a grouped convolution into one convolution per
+//! channel), each convolution's bias with the activation that alone consumes its output
+//! (`act`: `Relu`, `Clip`, SiLU as `Mul(x, Sigmoid(x))`), and LSTM layers (`lstm`). Elsewhere
+//! the same nodes are candle's ops (a depthwise convolution as nine shifted multiply-adds).
+//! Max pooling with a stride below its kernel is the maximum of shifted views (candle 0.11
+//! has no backward for it).
 
 use std::collections::HashMap;
 
 use candle_core::{DType, Device, Result, Tensor, Var};
+
+use super::act::Act;
 
 use crate::model::onnx::{DataType, ModelProto, NodeProto, TensorProto};
 
@@ -151,9 +156,26 @@ impl Graph {
         // Sequences as their steps, for LSTM layers fed by LSTM layers: slicing a stacked
         // tensor step by step costs a full-size gradient per slice in backward (O(T²)).
         let mut seqs: HashMap<String, Vec<Tensor>> = HashMap::new();
-        for node in &self.nodes {
+        let fused = self.fusions(outputs);
+        for (i, node) in self.nodes.iter().enumerate() {
             if outputs.iter().all(|o| env.contains_key(*o)) {
                 break;
+            }
+            match fused.get(&i) {
+                Some(Fused::Skip) => continue,
+                Some(Fused::ConvAct { act, out }) => {
+                    let b = node.input.get(2).and_then(|b| env.get(b));
+                    let y = conv(
+                        node,
+                        arg_of(node, &env, 0)?,
+                        arg_of(node, &env, 1)?,
+                        b,
+                        Some(*act),
+                    )?;
+                    env.insert(out.clone(), y);
+                    continue;
+                }
+                None => {}
             }
             match node.op_type.as_str() {
                 "LSTM" if self.fused_lstm(node, &mut env, &seqs)? => {}
@@ -204,6 +226,77 @@ impl Graph {
             .collect()
     }
 
+    /// The nodes `forward` runs fused ([`super::act`]): each convolution with its bias and,
+    /// where the convolution's output goes only to it, its activation (`Relu`, `Clip` with
+    /// constant bounds, or SiLU as `Mul(x, Sigmoid(x))`), whose nodes are then skipped. A name
+    /// in `outputs` counts as a consumer, so a requested tensor is always computed. CPU and
+    /// f32 only (none elsewhere).
+    fn fusions(&self, outputs: &[&str]) -> HashMap<usize, Fused> {
+        let mut plan = HashMap::new();
+        if !super::act::supported(self.dtype, &self.device) {
+            return plan;
+        }
+        let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            for x in &n.input {
+                consumers.entry(x.as_str()).or_default().push(i);
+            }
+        }
+        for o in outputs {
+            consumers.entry(o).or_default().push(usize::MAX);
+        }
+        let scalar = |name: &str| -> Option<f32> {
+            let t = self.consts.get(name)?;
+            (t.elem_count() == 1)
+                .then(|| {
+                    t.flatten_all()
+                        .ok()?
+                        .to_vec1::<f32>()
+                        .ok()?
+                        .first()
+                        .copied()
+                })
+                .flatten()
+        };
+        let node = |j: usize| self.nodes.get(j);
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.op_type != "Conv" || n.output.len() != 1 {
+                continue;
+            }
+            let c = n.output[0].as_str();
+            let cons = consumers.get(c).map(|v| v.as_slice()).unwrap_or(&[]);
+            let act = match cons {
+                [j] => node(*j).and_then(|m| match m.op_type.as_str() {
+                    "Relu" => Some((Act::Relu, m.output[0].clone(), vec![*j])),
+                    "Clip" if m.input.len() == 3 && m.input[0] == c => {
+                        let (lo, hi) = (scalar(&m.input[1])?, scalar(&m.input[2])?);
+                        Some((Act::Clip(lo, hi), m.output[0].clone(), vec![*j]))
+                    }
+                    _ => None,
+                }),
+                [j, k] => {
+                    let silu = |sj: usize, mk: usize| -> Option<(Act, String, Vec<usize>)> {
+                        let (sg, mul) = (node(sj)?, node(mk)?);
+                        let s = sg.output.first()?;
+                        let inputs_ok = sg.op_type == "Sigmoid"
+                            && mul.op_type == "Mul"
+                            && consumers.get(s.as_str())? == &vec![mk]
+                            && (mul.input == [c, s.as_str()] || mul.input == [s.as_str(), c]);
+                        inputs_ok.then(|| (Act::Silu, mul.output[0].clone(), vec![sj, mk]))
+                    };
+                    silu(*j, *k).or_else(|| silu(*k, *j))
+                }
+                _ => None,
+            };
+            let (act, out, skip) = act.unwrap_or((Act::Identity, c.to_string(), vec![]));
+            plan.insert(i, Fused::ConvAct { act, out });
+            for j in skip {
+                plan.insert(j, Fused::Skip);
+            }
+        }
+        plan
+    }
+
     /// Runs `node` as the fused layer ([`super::lstm`]) when it can (CPU, f32, its input a
     /// tensor): its outputs are then in `env`, and the answer is true.
     fn fused_lstm(
@@ -243,12 +336,7 @@ impl Graph {
     }
 
     fn eval(&self, n: &NodeProto, env: &HashMap<String, Tensor>) -> Result<Vec<Tensor>> {
-        let arg = |i: usize| -> Result<&Tensor> {
-            let name = n.input.get(i).map(|s| s.as_str()).unwrap_or("");
-            env.get(name).ok_or_else(|| {
-                candle_core::Error::Msg(format!("{} '{}': no input '{name}'", n.op_type, n.name))
-            })
-        };
+        let arg = |i: usize| arg_of(n, env, i);
         let one = |t: Tensor| Ok(vec![t]);
         match n.op_type.as_str() {
             "Conv" => one(conv(
@@ -256,12 +344,20 @@ impl Graph {
                 arg(0)?,
                 arg(1)?,
                 n.input.get(2).and_then(|b| env.get(b)),
+                None,
             )?),
             "Relu" => one(arg(0)?.relu()?),
             "Clip" => {
                 let lo = arg(1)?.to_dtype(DType::F64)?.to_scalar::<f64>()?;
                 let hi = arg(2)?.to_dtype(DType::F64)?.to_scalar::<f64>()?;
-                one(arg(0)?.clamp(lo, hi)?)
+                let x = arg(0)?;
+                if x.rank() >= 2 && super::act::supported(x.dtype(), x.device()) {
+                    // candle's clamp is a maximum and a minimum whose backward passes are a
+                    // dozen full-size kernels each; the fused op's is one.
+                    one(super::act::apply(x, None, Act::Clip(lo as f32, hi as f32))?)
+                } else {
+                    one(x.clamp(lo, hi)?)
+                }
             }
             "Sigmoid" => one(candle_nn::ops::sigmoid(arg(0)?)?),
             "Add" => one(arg(0)?.broadcast_add(arg(1)?)?),
@@ -374,8 +470,31 @@ pub(super) fn reshape_dims(dims_in: &[usize], target: &[i64]) -> Vec<usize> {
     dims.iter().map(|&d| d.max(0) as usize).collect()
 }
 
-/// A convolution (square kernel, symmetric pads) with an optional bias.
-fn conv(n: &NodeProto, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+/// What [`Graph::forward`] does at a node instead of evaluating it alone.
+enum Fused {
+    /// Its work is done by an earlier convolution's fused op.
+    Skip,
+    /// The convolution, then its bias and `act` as one op, written to `out`.
+    ConvAct { act: Act, out: String },
+}
+
+/// Input `i` of node `n` from `env`.
+fn arg_of<'a>(n: &NodeProto, env: &'a HashMap<String, Tensor>, i: usize) -> Result<&'a Tensor> {
+    let name = n.input.get(i).map(|s| s.as_str()).unwrap_or("");
+    env.get(name).ok_or_else(|| {
+        candle_core::Error::Msg(format!("{} '{}': no input '{name}'", n.op_type, n.name))
+    })
+}
+
+/// A convolution (square kernel, symmetric pads) with an optional bias; with `act`, the
+/// bias and that activation as the fused op ([`super::act`]).
+fn conv(
+    n: &NodeProto,
+    x: &Tensor,
+    w: &Tensor,
+    b: Option<&Tensor>,
+    act: Option<Act>,
+) -> Result<Tensor> {
     let k = n
         .attr_ints("kernel_shape")
         .and_then(|v| v.first().copied())
@@ -396,6 +515,9 @@ fn conv(n: &NodeProto, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Ten
         } else {
             depthwise(x, w, k, s, p)?
         }
+    } else if groups == 1 && w.dims()[2..] == [k, k] && super::act::supported(x.dtype(), x.device())
+    {
+        super::conv::conv(x, w, super::conv::Dense { k, s, p })?
     } else if k == 1 && s == 1 && p == 0 && groups == 1 {
         // A 1×1 convolution is a matrix product over the channels.
         let (bsz, c, h, wd) = x.dims4()?;
@@ -406,9 +528,10 @@ fn conv(n: &NodeProto, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Ten
     } else {
         x.conv2d(w, p, s, 1, groups)?
     };
-    match b {
-        Some(b) => y.broadcast_add(&b.reshape((1, b.elem_count(), 1, 1))?),
-        None => Ok(y),
+    match (b, act) {
+        (b, Some(act)) => super::act::apply(&y, b, act),
+        (Some(b), None) => y.broadcast_add(&b.reshape((1, b.elem_count(), 1, 1))?),
+        (None, None) => Ok(y),
     }
 }
 
@@ -564,7 +687,18 @@ pub(super) mod tests {
     fn fused_depthwise_matches_the_shifted_views_forward_and_backward() {
         use super::super::depthwise::{Depthwise, conv};
         let dev = Device::Cpu;
-        for (s, p, h, wd) in [(1, 1, 7, 6), (2, 1, 7, 6), (2, 0, 8, 9), (1, 2, 5, 5)] {
+        let cases = [
+            (1, 1, 7, 6),
+            (2, 1, 7, 6),
+            (2, 0, 8, 9),
+            (1, 2, 5, 5),
+            (1, 1, 1, 1),
+            (2, 1, 1, 2),
+            (2, 2, 3, 4),
+            (1, 0, 3, 3),
+            (2, 1, 16, 15),
+        ];
+        for (s, p, h, wd) in cases {
             let x =
                 Var::from_tensor(&Tensor::randn(0f32, 1.0, (2, 3, h, wd), &dev).unwrap()).unwrap();
             let w =

@@ -22,6 +22,8 @@ use std::sync::Mutex;
 
 use candle_core::{CpuStorage, CustomOp3, DType, Device, Layout, Result, Shape, Tensor};
 
+use super::cpu::{Mat, cpu_f32, gemm_into};
+
 /// What the forward pass keeps for the backward pass, per step `t` at `t * B * 4H`
 /// (activations) and `t * B * H` (cell and hidden state).
 struct Saved {
@@ -66,97 +68,6 @@ fn sigmoid(x: f32) -> f32 {
 fn tanh(x: f32) -> f32 {
     let e = (-2.0 * x.abs()).exp();
     ((1.0 - e) / (1.0 + e)).copysign(x)
-}
-
-/// The contiguous f32 data of a CPU storage (`what` names it in the error), for the
-/// trainer's custom ops.
-pub(super) fn cpu_f32<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
-    let CpuStorage::F32(v) = s else {
-        candle_core::bail!("{what} must be f32");
-    };
-    let Some((a, b)) = l.contiguous_offsets() else {
-        candle_core::bail!("{what} must be contiguous");
-    };
-    Ok(&v[a..b])
-}
-
-/// A matrix in a slice: `rows` × `cols`, element (i, j) at `i * rs + j * cs`.
-#[derive(Clone, Copy)]
-struct Mat<'a> {
-    data: &'a [f32],
-    rows: usize,
-    cols: usize,
-    rs: usize,
-    cs: usize,
-}
-
-impl<'a> Mat<'a> {
-    fn row_major(data: &'a [f32], rows: usize, cols: usize) -> Mat<'a> {
-        Mat {
-            data,
-            rows,
-            cols,
-            rs: cols,
-            cs: 1,
-        }
-    }
-    /// The transpose, without copying.
-    fn t(self) -> Mat<'a> {
-        Mat {
-            data: self.data,
-            rows: self.cols,
-            cols: self.rows,
-            rs: self.cs,
-            cs: self.rs,
-        }
-    }
-    /// Whether every element lies inside `data`.
-    fn fits(&self) -> bool {
-        self.rows == 0
-            || self.cols == 0
-            || (self.rows - 1) * self.rs + (self.cols - 1) * self.cs < self.data.len()
-    }
-}
-
-/// `dst` (row-major, a.rows × b.cols) = `dst` (when `acc`) + a · b, on this thread: the
-/// per-step products are small (64 × 128 × 512 at the workload's batch), and handing each
-/// to the thread pool cost more than it saved (perf: scheduler wake-ups ~15 % of a step).
-fn gemm_into(dst: &mut [f32], a: Mat, b: Mat, acc: bool) -> Result<()> {
-    let (m, k, n) = (a.rows, a.cols, b.cols);
-    if b.rows != k || dst.len() != m * n || !a.fits() || !b.fits() {
-        candle_core::bail!(
-            "fused LSTM: product of {m}×{k} and {}×{n} into {}",
-            b.rows,
-            dst.len()
-        );
-    }
-    // SAFETY: the checks above keep every element gemm reads (a, b) or writes (dst, m × n
-    // row-major) inside its slice; dst is borrowed mutably, a and b shared, so they do not
-    // alias.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            acc,
-            a.data.as_ptr(),
-            a.cs as isize,
-            a.rs as isize,
-            b.data.as_ptr(),
-            b.cs as isize,
-            b.rs as isize,
-            1.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        );
-    }
-    Ok(())
 }
 
 /// The forward recurrence over `gx` [T, B, 4H] plus `bias` [4H], with the recurrent weight

@@ -9,8 +9,11 @@
 //! ticks are cut into epoch windows (`timing`). This module owns the settings and the
 //! report; views are in `report::train`, the command in `commands::train`.
 
+pub mod act;
 pub mod builtin;
 pub mod classify;
+pub mod conv;
+mod cpu;
 pub mod depthwise;
 pub mod detect;
 pub mod engine;

@@ -1,0 +1,134 @@
+//! What the trainer's fused CPU ops share: their f32 data borrowed from candle's storage,
+//! and candle's own GEMM (the `gemm` crate) on row- or column-major views of it.
+
+use std::ops::Range;
+
+use candle_core::{CpuStorage, Layout, Result, Tensor};
+
+/// The contiguous f32 data of a CPU storage (`what` names it in the error), for the
+/// trainer's custom ops.
+pub(super) fn cpu_f32<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
+    let CpuStorage::F32(v) = s else {
+        candle_core::bail!("{what} must be f32");
+    };
+    let Some((a, b)) = l.contiguous_offsets() else {
+        candle_core::bail!("{what} must be contiguous");
+    };
+    Ok(&v[a..b])
+}
+
+/// A matrix in a slice: `rows` × `cols`, element (i, j) at `i * rs + j * cs`.
+#[derive(Clone, Copy)]
+pub(super) struct Mat<'a> {
+    data: &'a [f32],
+    rows: usize,
+    cols: usize,
+    rs: usize,
+    cs: usize,
+}
+
+impl<'a> Mat<'a> {
+    pub(super) fn row_major(data: &'a [f32], rows: usize, cols: usize) -> Mat<'a> {
+        Mat {
+            data,
+            rows,
+            cols,
+            rs: cols,
+            cs: 1,
+        }
+    }
+    /// The transpose, without copying.
+    pub(super) fn t(self) -> Mat<'a> {
+        Mat {
+            data: self.data,
+            rows: self.cols,
+            cols: self.rows,
+            rs: self.cs,
+            cs: self.rs,
+        }
+    }
+    /// Whether every element lies inside `data`.
+    fn fits(&self) -> bool {
+        self.rows == 0
+            || self.cols == 0
+            || (self.rows - 1) * self.rs + (self.cols - 1) * self.cs < self.data.len()
+    }
+}
+
+/// `dst` (row-major, a.rows × b.cols) = `dst` (when `acc`) + a · b, on this thread (the
+/// callers split their work over threads themselves: the LSTM's per-step products are small,
+/// 64 × 128 × 512 at the workload's batch, and handing each to the thread pool cost more than
+/// it saved, perf: scheduler wake-ups ~15 % of a step; the pointwise convolution runs one
+/// image per task).
+pub(super) fn gemm_into(dst: &mut [f32], a: Mat, b: Mat, acc: bool) -> Result<()> {
+    gemm_with(dst, a, b, acc, gemm::Parallelism::None)
+}
+
+/// [`gemm_into`] with gemm's own threads (`par`), for a product the caller does not split.
+pub(super) fn gemm_with(
+    dst: &mut [f32],
+    a: Mat,
+    b: Mat,
+    acc: bool,
+    par: gemm::Parallelism,
+) -> Result<()> {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    if b.rows != k || dst.len() != m * n || !a.fits() || !b.fits() {
+        candle_core::bail!("product of {m}×{k} and {}×{n} into {}", b.rows, dst.len());
+    }
+    // SAFETY: the checks above keep every element gemm reads (a, b) or writes (dst, m × n
+    // row-major) inside its slice; dst is borrowed mutably, a and b shared, so they do not
+    // alias.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            acc,
+            a.data.as_ptr(),
+            a.cs as isize,
+            a.rs as isize,
+            b.data.as_ptr(),
+            b.cs as isize,
+            b.rs as isize,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            par,
+        );
+    }
+    Ok(())
+}
+
+/// A tensor's contiguous f32 data on the CPU, borrowed for `f` (no copy).
+pub(super) fn with_f32<R>(
+    t: &Tensor,
+    what: &str,
+    f: impl FnOnce(&[f32]) -> Result<R>,
+) -> Result<R> {
+    let (s, l) = t.storage_and_layout();
+    let candle_core::Storage::Cpu(cs) = &*s else {
+        candle_core::bail!("{what} must be on the CPU");
+    };
+    f(cpu_f32(cs, l, what)?)
+}
+
+/// On one axis of a convolution (stride `s`, padding `p`), the outputs `lo..hi` (of `olen`)
+/// whose tap `j` reads inside an input row of `len`: o·s + j − p in [0, len). Loops over this
+/// range need no test per element, so at stride 1 they are contiguous multiply-adds the
+/// compiler vectorises (with a test per element, the depthwise convolution's three loops were
+/// a third of a MobileNetV2 step).
+pub(super) fn span(j: usize, s: usize, p: usize, len: usize, olen: usize) -> Range<usize> {
+    let lo = p.saturating_sub(j).div_ceil(s);
+    // The last o with o·s + j − p ≤ len − 1.
+    let hi = match (len + p).checked_sub(j + 1) {
+        Some(top) => (top / s + 1).min(olen),
+        None => 0,
+    };
+    lo..hi.max(lo)
+}
