@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use candle_core::{CpuStorage, Layout, Result, Tensor};
+use candle_core::{CpuStorage, CustomOp2, Layout, Result, Tensor};
 
 /// The contiguous f32 data of a CPU storage (`what` names it in the error), for the
 /// trainer's custom ops.
@@ -131,4 +131,13 @@ pub(super) fn span(j: usize, s: usize, p: usize, len: usize, olen: usize) -> Ran
         None => 0,
     };
     lo..hi.max(lo)
+}
+
+/// `op` on `x` and `w` made contiguous: the entry point of the fused convolutions.
+pub(super) fn apply2(
+    x: &Tensor,
+    w: &Tensor,
+    op: impl CustomOp2 + Send + Sync + 'static,
+) -> Result<Tensor> {
+    x.contiguous()?.apply_op2(&w.contiguous()?, op)
 }

@@ -529,6 +529,7 @@ fn conv(
         x.conv2d(w, p, s, 1, groups)?
     };
     match (b, act) {
+        (None, Some(Act::Identity)) => Ok(y),
         (b, Some(act)) => super::act::apply(&y, b, act),
         (Some(b), None) => y.broadcast_add(&b.reshape((1, b.elem_count(), 1, 1))?),
         (None, None) => Ok(y),
