@@ -18,7 +18,10 @@
 //! order (i, o, f, c), zero initial state, forward direction. CPU and f32 only; the trainer
 //! uses the per-step graph elsewhere.
 
+use std::ops::Range;
 use std::sync::Mutex;
+
+use rayon::prelude::*;
 
 use candle_core::{CpuStorage, CustomOp3, DType, Device, Layout, Result, Shape, Tensor};
 
@@ -40,13 +43,22 @@ struct Saved {
 /// The custom op; one instance per forward call (it holds that call's activations).
 pub struct LstmSeq {
     hidden: usize,
+    /// How many parts the batch is split in (one thread each).
+    parts: usize,
     saved: Mutex<Option<Saved>>,
 }
 
 impl LstmSeq {
+    /// The op for hidden size `hidden`, its batch split over the thread pool's threads.
     pub fn new(hidden: usize) -> LstmSeq {
+        LstmSeq::split(hidden, rayon::current_num_threads())
+    }
+
+    /// The op with its batch split in `parts`.
+    fn split(hidden: usize, parts: usize) -> LstmSeq {
         LstmSeq {
             hidden,
+            parts,
             saved: Mutex::new(None),
         }
     }
@@ -70,45 +82,114 @@ fn tanh(x: f32) -> f32 {
     ((1.0 - e) / (1.0 + e)).copysign(x)
 }
 
-/// The forward recurrence over `gx` [T, B, 4H] plus `bias` [4H], with the recurrent weight
-/// `r` [4H, H].
-fn forward(
-    gx: &[f32],
-    r: &[f32],
-    bias: &[f32],
+/// The batch rows `0..b` as `parts` contiguous ranges of near-equal size. Each sample's
+/// recurrence depends on its own state only, so each range runs its whole sequence on one
+/// thread, forward and backward, with no meeting per step (handing each step's small
+/// product to the thread pool cost more than it saved, see [`gemm_into`]); at 2 threads
+/// this halves the recurrence, which was single-threaded and ~60 % of an LSTM step.
+fn batch_parts(b: usize, parts: usize) -> Vec<Range<usize>> {
+    let p = parts.clamp(1, b.max(1));
+    // b = p·q + m: the first m parts take q + 1 rows.
+    let (q, m) = (b / p, b % p);
+    let start = |k: usize| k * q + k.min(m);
+    (0..p).map(|k| start(k)..start(k + 1)).collect()
+}
+
+/// For each part, its rows of every step of `v` ([T, B, width]): the slices that part's
+/// thread alone writes.
+fn rows_of<'a>(
+    v: &'a mut [f32],
+    b: usize,
+    width: usize,
+    parts: &[Range<usize>],
+) -> Vec<Vec<&'a mut [f32]>> {
+    let mut out: Vec<Vec<&mut [f32]>> = parts.iter().map(|_| Vec::new()).collect();
+    for step in v.chunks_exact_mut(b * width) {
+        let mut rest = step;
+        for (rows, part) in parts.iter().zip(out.iter_mut()) {
+            let (head, tail) = rest.split_at_mut(rows.len() * width);
+            part.push(head);
+            rest = tail;
+        }
+    }
+    out
+}
+
+/// The sizes of one call: `t_len` steps, batch `b`, hidden size `hd`.
+#[derive(Clone, Copy)]
+struct Dims {
     t_len: usize,
     b: usize,
     hd: usize,
-) -> Result<Saved> {
-    let g4 = 4 * hd;
-    let rt = Mat::row_major(r, g4, hd).t();
-    // The gates' pre-activations of one step: gx[t] + h[t-1]·rᵀ.
-    let mut pre = vec![0f32; b * g4];
-    let mut acts = vec![0f32; t_len * b * g4];
+}
+
+/// One part's rows of [`Saved`], step by step.
+struct PartRows<'a> {
+    rows: Range<usize>,
+    acts: Vec<&'a mut [f32]>,
+    c: Vec<&'a mut [f32]>,
+    tc: Vec<&'a mut [f32]>,
+    h: Vec<&'a mut [f32]>,
+}
+
+/// The forward recurrence over `gx` [T, B, 4H] plus `bias` [4H], with the recurrent weight
+/// `r` [4H, H], the batch split in `parts`.
+fn forward(gx: &[f32], r: &[f32], bias: &[f32], d: Dims, parts: usize) -> Result<Saved> {
+    let (t_len, b, hd) = (d.t_len, d.b, d.hd);
+    let mut acts = vec![0f32; t_len * b * 4 * hd];
     let mut c = vec![0f32; t_len * b * hd];
     let mut tc = vec![0f32; t_len * b * hd];
     let mut h = vec![0f32; t_len * b * hd];
-    for t in 0..t_len {
-        pre.copy_from_slice(&gx[t * b * g4..(t + 1) * b * g4]);
+    let ranges = batch_parts(b, parts);
+    let work: Vec<PartRows> = rows_of(&mut acts, b, 4 * hd, &ranges)
+        .into_iter()
+        .zip(rows_of(&mut c, b, hd, &ranges))
+        .zip(rows_of(&mut tc, b, hd, &ranges))
+        .zip(rows_of(&mut h, b, hd, &ranges))
+        .zip(&ranges)
+        .map(|((((acts, c), tc), h), rows)| PartRows {
+            rows: rows.clone(),
+            acts,
+            c,
+            tc,
+            h,
+        })
+        .collect();
+    work.into_par_iter()
+        .try_for_each(|part| forward_part(gx, r, bias, d, part))?;
+    Ok(Saved { acts, c, tc, h })
+}
+
+/// [`forward`] on one part's rows.
+fn forward_part(gx: &[f32], r: &[f32], bias: &[f32], d: Dims, mut p: PartRows) -> Result<()> {
+    let (b, hd, g4) = (d.b, d.hd, 4 * d.hd);
+    let rt = Mat::row_major(r, g4, hd).t();
+    let nb = p.rows.len();
+    // The gates' pre-activations of one step: gx[t] + h[t-1]·rᵀ.
+    let mut pre = vec![0f32; nb * g4];
+    for t in 0..d.t_len {
+        let from = (t * b + p.rows.start) * g4;
+        pre.copy_from_slice(&gx[from..from + nb * g4]);
         for row in pre.chunks_exact_mut(g4) {
             row.iter_mut().zip(bias).for_each(|(p, b)| *p += b);
         }
+        let (done, now) = p.h.split_at_mut(t);
+        let (c_done, c_now) = p.c.split_at_mut(t);
         // The recurrent part (none at the first step: h₋₁ = 0).
-        if t > 0 {
-            let h_prev = Mat::row_major(&h[(t - 1) * b * hd..t * b * hd], b, hd);
-            gemm_into(&mut pre, h_prev, rt, true)?;
+        if let Some(h_prev) = done.last() {
+            gemm_into(&mut pre, Mat::row_major(h_prev, nb, hd), rt, true)?;
         }
-        for n in 0..b {
-            let row = (t * b + n) * g4;
-            let out = (t * b + n) * hd;
-            let p = &pre[n * g4..(n + 1) * g4];
+        let (h, c, tc, acts) = (&mut *now[0], &mut *c_now[0], &mut *p.tc[t], &mut *p.acts[t]);
+        let c_prev = c_done.last().map(|c| &**c);
+        for n in 0..nb {
+            let (row, out) = (n * g4, n * hd);
+            let pr = &pre[row..row + g4];
             for j in 0..hd {
-                let i = sigmoid(p[j]);
-                let o = sigmoid(p[hd + j]);
-                let f = sigmoid(p[2 * hd + j]);
-                let g = tanh(p[3 * hd + j]);
-                let c_prev = if t == 0 { 0.0 } else { c[out - b * hd + j] };
-                let ct = f * c_prev + i * g;
+                let i = sigmoid(pr[j]);
+                let o = sigmoid(pr[hd + j]);
+                let f = sigmoid(pr[2 * hd + j]);
+                let g = tanh(pr[3 * hd + j]);
+                let ct = f * c_prev.map_or(0.0, |c| c[out + j]) + i * g;
                 let t_c = tanh(ct);
                 c[out + j] = ct;
                 tc[out + j] = t_c;
@@ -120,7 +201,59 @@ fn forward(
             }
         }
     }
-    Ok(Saved { acts, c, tc, h })
+    Ok(())
+}
+
+/// Backpropagation through time on one part's rows: dL/d(gates) into `dg` (that part's
+/// rows of each step), from dL/dY `dy`.
+fn backward_part(
+    saved: &Saved,
+    r: &[f32],
+    dy: &[f32],
+    d: Dims,
+    rows: Range<usize>,
+    mut dg: Vec<&mut [f32]>,
+) -> Result<()> {
+    let (b, hd, g4) = (d.b, d.hd, 4 * d.hd);
+    let r_mat = Mat::row_major(r, g4, hd);
+    let nb = rows.len();
+    let mut dh_next = vec![0f32; nb * hd];
+    let mut dc_next = vec![0f32; nb * hd];
+    for t in (0..d.t_len).rev() {
+        let dg_t = &mut *dg[t];
+        for n in 0..nb {
+            let row = (t * b + rows.start + n) * g4;
+            let out = (t * b + rows.start + n) * hd;
+            for j in 0..hd {
+                let k = n * hd + j;
+                let (i, o, f, g) = (
+                    saved.acts[row + j],
+                    saved.acts[row + hd + j],
+                    saved.acts[row + 2 * hd + j],
+                    saved.acts[row + 3 * hd + j],
+                );
+                let tc = saved.tc[out + j];
+                let dh = dy[out + j] + dh_next[k];
+                let dc = dc_next[k] + dh * o * (1.0 - tc * tc);
+                let c_prev = if t == 0 {
+                    0.0
+                } else {
+                    saved.c[out - b * hd + j]
+                };
+                let at = n * g4;
+                dg_t[at + j] = dc * g * i * (1.0 - i);
+                dg_t[at + hd + j] = dh * tc * o * (1.0 - o);
+                dg_t[at + 2 * hd + j] = dc * c_prev * f * (1.0 - f);
+                dg_t[at + 3 * hd + j] = dc * i * (1.0 - g * g);
+                dc_next[k] = dc * f;
+            }
+        }
+        // dh₋ = dG·r (g = h₋·rᵀ); nothing flows before the first step.
+        if t > 0 {
+            gemm_into(&mut dh_next, Mat::row_major(dg_t, nb, g4), r_mat, false)?;
+        }
+    }
+    Ok(())
 }
 
 impl CustomOp3 for LstmSeq {
@@ -139,6 +272,12 @@ impl CustomOp3 for LstmSeq {
     ) -> Result<(CpuStorage, Shape)> {
         let (t_len, b, g4) = l1.shape().dims3()?;
         let hd = self.hidden;
+        if b == 0 || hd == 0 {
+            candle_core::bail!(
+                "fused LSTM: an empty batch or hidden state ({:?})",
+                l1.shape()
+            );
+        }
         if g4 != 4 * hd || l2.shape().dims2()? != (4 * hd, hd) || l3.shape().dims1()? != g4 {
             candle_core::bail!(
                 "fused LSTM: gates {:?}, recurrence {:?} and bias {:?} do not fit hidden size {hd}",
@@ -150,7 +289,8 @@ impl CustomOp3 for LstmSeq {
         let gx = cpu_f32(s1, l1, "fused LSTM: the input gates")?;
         let r = cpu_f32(s2, l2, "fused LSTM: the recurrent weight")?;
         let bias = cpu_f32(s3, l3, "fused LSTM: the bias")?;
-        let saved = forward(gx, r, bias, t_len, b, hd)?;
+        let d = Dims { t_len, b, hd };
+        let saved = forward(gx, r, bias, d, self.parts)?;
         let y = CpuStorage::F32(saved.h.clone());
         *self.saved.lock().unwrap_or_else(|e| e.into_inner()) = Some(saved);
         Ok((y, Shape::from((t_len, b, hd))))
@@ -169,53 +309,25 @@ impl CustomOp3 for LstmSeq {
         let (t_len, b, g4) = gx.dims3()?;
         let hd = self.hidden;
         let r = r.detach().flatten_all()?.to_vec1::<f32>()?;
+        let d = Dims { t_len, b, hd };
         let saved = match self.saved.lock().unwrap_or_else(|e| e.into_inner()).take() {
             Some(s) => s,
             // Not kept (a second backward over the same graph): run the forward again.
             None => {
                 let gx = gx.detach().flatten_all()?.to_vec1::<f32>()?;
                 let bias = bias.detach().to_vec1::<f32>()?;
-                forward(&gx, &r, &bias, t_len, b, hd)?
+                forward(&gx, &r, &bias, d, self.parts)?
             }
         };
-        let r_mat = Mat::row_major(&r, g4, hd);
         let dy = grad.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
         let mut dg = vec![0f32; t_len * b * g4];
-        let mut dh_next = vec![0f32; b * hd];
-        let mut dc_next = vec![0f32; b * hd];
-        for t in (0..t_len).rev() {
-            for n in 0..b {
-                let row = (t * b + n) * g4;
-                let out = (t * b + n) * hd;
-                for j in 0..hd {
-                    let k = n * hd + j;
-                    let (i, o, f, g) = (
-                        saved.acts[row + j],
-                        saved.acts[row + hd + j],
-                        saved.acts[row + 2 * hd + j],
-                        saved.acts[row + 3 * hd + j],
-                    );
-                    let tc = saved.tc[out + j];
-                    let dh = dy[out + j] + dh_next[k];
-                    let dc = dc_next[k] + dh * o * (1.0 - tc * tc);
-                    let c_prev = if t == 0 {
-                        0.0
-                    } else {
-                        saved.c[out - b * hd + j]
-                    };
-                    dg[row + j] = dc * g * i * (1.0 - i);
-                    dg[row + hd + j] = dh * tc * o * (1.0 - o);
-                    dg[row + 2 * hd + j] = dc * c_prev * f * (1.0 - f);
-                    dg[row + 3 * hd + j] = dc * i * (1.0 - g * g);
-                    dc_next[k] = dc * f;
-                }
-            }
-            // dh₋ = dG·r (g = h₋·rᵀ); nothing flows before the first step.
-            if t > 0 {
-                let dg_t = Mat::row_major(&dg[t * b * g4..(t + 1) * b * g4], b, g4);
-                gemm_into(&mut dh_next, dg_t, r_mat, false)?;
-            }
-        }
+        let ranges = batch_parts(b, self.parts);
+        rows_of(&mut dg, b, g4, &ranges)
+            .into_iter()
+            .zip(ranges.iter().cloned())
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .try_for_each(|(part, rows)| backward_part(&saved, &r, &dy, d, rows, part))?;
         // dr = Σₜ dGₜᵀ·hₜ₋₁ over t ≥ 1: one matmul over all steps.
         let dr = if t_len > 1 {
             let dgs = Tensor::from_slice(&dg[b * g4..], ((t_len - 1) * b, g4), &Device::Cpu)?;
@@ -242,17 +354,18 @@ impl CustomOp3 for LstmSeq {
 /// The layer: `x` [T, B, I], ONNX's `w` [1, 4H, I], `r` [1, 4H, H], `bias` [4H] (both
 /// biases summed); the hidden state of every step [T, B, H].
 pub fn layer(x: &Tensor, w: &Tensor, r: &Tensor, bias: &Tensor, hidden: usize) -> Result<Tensor> {
+    layer_with(x, w, r, bias, LstmSeq::new(hidden))
+}
+
+/// [`layer`] through `op`.
+fn layer_with(x: &Tensor, w: &Tensor, r: &Tensor, bias: &Tensor, op: LstmSeq) -> Result<Tensor> {
     let (t_len, b, i) = x.dims3()?;
     let gx = x
         .reshape((t_len * b, i))?
         .matmul(&w.squeeze(0)?.t()?)?
-        .reshape((t_len, b, 4 * hidden))?
+        .reshape((t_len, b, 4 * op.hidden))?
         .contiguous()?;
-    gx.apply_op3(
-        &r.squeeze(0)?.contiguous()?,
-        &bias.contiguous()?,
-        LstmSeq::new(hidden),
-    )
+    gx.apply_op3(&r.squeeze(0)?.contiguous()?, &bias.contiguous()?, op)
 }
 
 #[cfg(test)]
@@ -298,6 +411,35 @@ mod tests {
             let (a, b) = (gf.get(v).unwrap(), gs.get(v).unwrap());
             let d = max_diff(a, b);
             assert!(d < 1e-4, "d{name}: {d}");
+        }
+        Ok(())
+    }
+
+    /// The batch split in 1, 2, 3 and 5 parts (uneven ones included) gives the same output
+    /// and gradients: each sample's recurrence is its own.
+    #[test]
+    fn split_batch_gives_the_same_output_and_gradients() -> Result<()> {
+        let dev = Device::Cpu;
+        let (t_len, b, i, hd) = (6, 11, 4, 8);
+        let x = Var::from_tensor(&(Tensor::randn(0f32, 1.0, (t_len, b, i), &dev)?))?;
+        let w = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 4 * hd, i), &dev)?))?;
+        let r = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 4 * hd, hd), &dev)?))?;
+        let bias = Var::from_tensor(&(Tensor::randn(0f32, 0.5, 4 * hd, &dev)?))?;
+        let weights = Tensor::randn(0f32, 1.0, (t_len, b, hd), &dev)?;
+        let run = |parts| -> Result<Vec<Tensor>> {
+            let y = layer_with(&x, &w, &r, &bias, LstmSeq::split(hd, parts))?;
+            let g = (&y * &weights)?.sum_all()?.backward()?;
+            let mut out = vec![y];
+            out.extend([&x, &w, &r, &bias].map(|v| g.get(v).unwrap().clone()));
+            Ok(out)
+        };
+        let one = run(1)?;
+        for parts in [2, 3, 5] {
+            assert_eq!(batch_parts(b, parts).len(), parts);
+            for (k, (a, z)) in one.iter().zip(run(parts)?).enumerate() {
+                let d = max_diff(a, &z);
+                assert!(d < 1e-6, "{parts} parts, tensor {k}: {d}");
+            }
         }
         Ok(())
     }
