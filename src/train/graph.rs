@@ -689,23 +689,25 @@ pub(super) mod tests {
         use super::super::depthwise::{Depthwise, conv};
         let dev = Device::Cpu;
         let cases = [
-            (1, 1, 7, 6),
-            (2, 1, 7, 6),
-            (2, 0, 8, 9),
-            (1, 2, 5, 5),
-            (1, 1, 1, 1),
-            (2, 1, 1, 2),
-            (2, 2, 3, 4),
-            (1, 0, 3, 3),
-            (2, 1, 16, 15),
+            (1, 1, 7, 6, 3),
+            (2, 1, 7, 6, 3),
+            (2, 0, 8, 9, 3),
+            (1, 2, 5, 5, 3),
+            (1, 1, 1, 1, 3),
+            (2, 1, 1, 2, 3),
+            (2, 2, 3, 4, 3),
+            (1, 0, 3, 3, 3),
+            (2, 1, 16, 15, 3),
+            (1, 2, 9, 11, 5),
+            (2, 2, 10, 7, 5),
         ];
-        for (s, p, h, wd) in cases {
+        for (s, p, h, wd, k) in cases {
             let x =
                 Var::from_tensor(&Tensor::randn(0f32, 1.0, (2, 3, h, wd), &dev).unwrap()).unwrap();
             let w =
-                Var::from_tensor(&Tensor::randn(0f32, 1.0, (3, 1, 3, 3), &dev).unwrap()).unwrap();
-            let a = conv(&x, &w, Depthwise { k: 3, s, p }).unwrap();
-            let b = depthwise(&x, &w, 3, s, p).unwrap();
+                Var::from_tensor(&Tensor::randn(0f32, 1.0, (3, 1, k, k), &dev).unwrap()).unwrap();
+            let a = conv(&x, &w, Depthwise { k, s, p }).unwrap();
+            let b = depthwise(&x, &w, k, s, p).unwrap();
             let c = x.conv2d(&w, p, s, 1, 3).unwrap();
             assert_eq!(a.dims(), b.dims(), "stride {s} pad {p}");
             assert!(max_diff(&a, &b) < 1e-4, "stride {s} pad {p}");
