@@ -116,8 +116,12 @@ impl Dense {
         cols.fill(0.0);
         self.runs(d, |r, oy, at, outs| {
             let dst = &mut cols[r * olen + oy * d.ow..][outs];
-            for (o, &v) in dst.iter_mut().zip(x[at..].iter().step_by(self.s)) {
-                *o = v;
+            if self.s == 1 {
+                dst.copy_from_slice(&x[at..at + dst.len()]);
+            } else {
+                for (o, &v) in dst.iter_mut().zip(x[at..].iter().step_by(self.s)) {
+                    *o = v;
+                }
             }
         });
     }
@@ -127,8 +131,13 @@ impl Dense {
         let olen = d.oh * d.ow;
         self.runs(d, |r, oy, at, outs| {
             let src = &dcols[r * olen + oy * d.ow..][outs];
-            for (o, &v) in dx[at..].iter_mut().step_by(self.s).zip(src) {
-                *o += v;
+            if self.s == 1 {
+                let dst = &mut dx[at..at + src.len()];
+                dst.iter_mut().zip(src).for_each(|(o, &v)| *o += v);
+            } else {
+                for (o, &v) in dx[at..].iter_mut().step_by(self.s).zip(src) {
+                    *o += v;
+                }
             }
         });
     }
