@@ -96,14 +96,14 @@ macro_rules! per_act {
 impl Act {
     /// [`Act::apply`] in the shape [`per_act`] calls (the second argument unused).
     #[inline(always)]
-    fn apply2(self, z: f32, _: f32) -> f32 {
+    fn apply_first(self, z: f32, _: f32) -> f32 {
         self.apply(z)
     }
 }
 
 /// y = act(x + b[c]) over planes of `plane` elements, channel `c` = plane index mod `c`.
 fn forward(act: Act, x: &[f32], b: Option<&[f32]>, c: usize, plane: usize) -> Vec<f32> {
-    per_act!(act, apply2, forward_with(x, b, c, plane))
+    per_act!(act, apply_first, forward_with(x, b, c, plane))
 }
 
 fn forward_with(
@@ -165,24 +165,10 @@ fn backward_with(
                 for ((o, &v), &gv) in dp.iter_mut().zip(xp).zip(gp) {
                     *o = back(v + bias, gv);
                 }
-                *s = f64::from(sum(dp));
+                *s = f64::from(super::cpu::sum(dp));
             }
         });
     (dx, sums)
-}
-
-/// The sum of `v` in eight running sums (a fixed order, the same bits on every run; one
-/// running sum is a dependency chain the compiler does not vectorise).
-fn sum(v: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let chunks = v.chunks_exact(8);
-    let tail: f32 = chunks.remainder().iter().sum();
-    for c in chunks {
-        for l in 0..8 {
-            lanes[l] += c[l];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
 
 /// The channel count and plane size of an [N, C, ...] layout.
@@ -235,7 +221,9 @@ impl CustomOp2 for BiasAct {
         let (dx, sums) = if self.0 == Act::Identity {
             // dL/dx is dL/dy itself; only the bias needs a pass.
             let sums = super::cpu::with_f32(&grad, "the gradient", |g| {
-                Ok(g.par_chunks(plane).map(|p| f64::from(sum(p))).collect())
+                Ok(g.par_chunks(plane)
+                    .map(|p| f64::from(super::cpu::sum(p)))
+                    .collect())
             })?;
             (grad.clone(), sums)
         } else {

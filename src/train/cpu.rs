@@ -133,6 +133,37 @@ pub(super) fn span(j: usize, s: usize, p: usize, len: usize, olen: usize) -> Ran
     lo..hi.max(lo)
 }
 
+/// Σ f(a[i], b[i]) in eight running sums, a fixed order, so the same bits on every run (a
+/// single running sum is a dependency chain the compiler does not vectorise). The shared
+/// reduction of the fused ops: [`sum`] and [`dot`].
+#[inline(always)]
+fn sum8(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) -> f32 {
+    let mut lanes = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(&x, &y)| f(x, y))
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            lanes[l] += f(x[l], y[l]);
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// The sum of `v` (see [`sum8`]).
+pub(super) fn sum(v: &[f32]) -> f32 {
+    sum8(v, v, |x, _| x)
+}
+
+/// The sum of a[i]·b[i] over the shorter of the two (see [`sum8`]).
+pub(super) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    sum8(a, b, |x, y| x * y)
+}
+
 /// `op` on `x` and `w` made contiguous: the entry point of the fused convolutions.
 pub(super) fn apply2(
     x: &Tensor,

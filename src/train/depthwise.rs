@@ -179,25 +179,6 @@ fn axpy(dst: &mut [f32], src: &[f32], a: f32) {
     }
 }
 
-/// The sum of a[i]·b[i] in eight running sums (a fixed order, so the same bits on every
-/// run; a single running sum is a dependency chain the compiler may not vectorise).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for l in 0..8 {
-            lanes[l] += x[l] * y[l];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
-}
-
 impl CustomOp2 for Depthwise {
     fn name(&self) -> &'static str {
         "acceval-depthwise-conv"
@@ -278,7 +259,7 @@ impl Depthwise {
                     for (tap, acc) in gwt.iter_mut().enumerate() {
                         let src = &xp[g.tap(tap)..];
                         *acc += if g.s == 1 {
-                            dot(gw, &src[..gw.len()])
+                            super::cpu::dot(gw, &src[..gw.len()])
                         } else {
                             gw.iter()
                                 .zip(src.iter().step_by(g.s))

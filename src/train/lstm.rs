@@ -390,16 +390,31 @@ mod tests {
         Tensor::stack(&hs, 0)
     }
 
+    /// A layer's random input `x` [T, B, I], weights `w` [1, 4H, I] and `r` [1, 4H, H], and
+    /// loss weights [T, B, H] that weight every step and unit differently.
+    struct Fixture {
+        x: Var,
+        w: Var,
+        r: Var,
+        weights: Tensor,
+    }
+
+    fn fixture(t_len: usize, b: usize, i: usize, hd: usize) -> Result<Fixture> {
+        let dev = Device::Cpu;
+        let var = |sd: f32, dims: &[usize]| Var::from_tensor(&Tensor::randn(0f32, sd, dims, &dev)?);
+        Ok(Fixture {
+            x: var(1.0, &[t_len, b, i])?,
+            w: var(0.5, &[1, 4 * hd, i])?,
+            r: var(0.5, &[1, 4 * hd, hd])?,
+            weights: Tensor::randn(0f32, 1.0, (t_len, b, hd), &dev)?,
+        })
+    }
+
     #[test]
     fn fused_layer_matches_the_per_step_graph_forward_and_backward() -> Result<()> {
-        let dev = Device::Cpu;
-        let (t_len, b, i, hd) = (7, 3, 5, 4);
-        let x = Var::from_tensor(&(Tensor::randn(0f32, 1.0, (t_len, b, i), &dev)?))?;
-        let w = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 4 * hd, i), &dev)?))?;
-        let r = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 4 * hd, hd), &dev)?))?;
-        let b2 = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 8 * hd), &dev)?))?;
-        // A loss that weights every step and unit differently.
-        let weights = Tensor::randn(0f32, 1.0, (t_len, b, hd), &dev)?;
+        let hd = 4;
+        let Fixture { x, w, r, weights } = fixture(7, 3, 5, hd)?;
+        let b2 = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 8 * hd), &Device::Cpu)?))?;
         let sum = b2.squeeze(0)?;
         let bias = (sum.narrow(0, 0, 4 * hd)? + sum.narrow(0, 4 * hd, 4 * hd)?)?;
         let fused = layer(&x, &w, &r, &bias, hd)?;
@@ -419,13 +434,9 @@ mod tests {
     /// and gradients: each sample's recurrence is its own.
     #[test]
     fn split_batch_gives_the_same_output_and_gradients() -> Result<()> {
-        let dev = Device::Cpu;
-        let (t_len, b, i, hd) = (6, 11, 4, 8);
-        let x = Var::from_tensor(&(Tensor::randn(0f32, 1.0, (t_len, b, i), &dev)?))?;
-        let w = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 4 * hd, i), &dev)?))?;
-        let r = Var::from_tensor(&(Tensor::randn(0f32, 0.5, (1, 4 * hd, hd), &dev)?))?;
-        let bias = Var::from_tensor(&(Tensor::randn(0f32, 0.5, 4 * hd, &dev)?))?;
-        let weights = Tensor::randn(0f32, 1.0, (t_len, b, hd), &dev)?;
+        let (b, hd) = (11, 8);
+        let Fixture { x, w, r, weights } = fixture(6, b, 4, hd)?;
+        let bias = Var::from_tensor(&(Tensor::randn(0f32, 0.5, 4 * hd, &Device::Cpu)?))?;
         let run = |parts| -> Result<Vec<Tensor>> {
             let y = layer_with(&x, &w, &r, &bias, LstmSeq::split(hd, parts))?;
             let g = (&y * &weights)?.sum_all()?.backward()?;
