@@ -7,6 +7,17 @@ use crate::util::progress::Progress;
 use crate::util::signal::stop_flag;
 
 pub fn run(args: TrainArgs) -> anyhow::Result<Outcome> {
+    if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
+        // candle 0.11 runs its elementwise ops on a second pool beside rayon's, whose
+        // CANDLE_NUM_THREADS − 1 workers spin 25,000 rounds after each op before they sleep:
+        // during the trainer's own ops (on rayon's pool) they take cores from it (15 % of a
+        // MobileNetV2 step's CPU samples at 2 threads). With one thread that pool has no
+        // workers and its ops run on the calling thread. A/B, 3 interleaved rounds, 2 threads,
+        // step P50: LSTM 155/124/123 → 123/114/113 ms, MobileNetV2 462/415/419 → 393/349/341,
+        // YOLOv8n 285/235/235 → 199/211/206 (docs/train.md).
+        // SAFETY: as below, no other thread runs yet.
+        unsafe { std::env::set_var("CANDLE_NUM_THREADS", "1") };
+    }
     if let Some(n) = args.threads {
         // candle sizes its matrix products by RAYON_NUM_THREADS at every call, and rayon
         // its pool by it at first use.

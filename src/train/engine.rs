@@ -126,9 +126,14 @@ pub const NOT_COMPILED: &str = "not compiled (cargo feature tch): build with `sc
 pub fn device_text(s: &TrainSettings) -> String {
     match s.engine {
         Engine::Candle => format!(
-            "{} ({} thread(s))",
+            "{} ({} thread(s); candle's elementwise ops on {})",
             s.device,
-            candle_core::utils::get_num_threads()
+            candle_core::utils::get_num_threads(),
+            match std::env::var("CANDLE_NUM_THREADS").ok().as_deref() {
+                Some("1") => "the calling thread (CANDLE_NUM_THREADS=1)".to_string(),
+                Some(n) => format!("CANDLE_NUM_THREADS={n}"),
+                None => "one thread per core".to_string(),
+            }
         ),
         #[cfg(feature = "tch")]
         Engine::Tch => super::torch::device_text(s.device),
