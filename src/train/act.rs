@@ -40,7 +40,7 @@ impl Act {
             Act::Identity => z,
             Act::Relu => z.max(0.0),
             Act::Clip(lo, hi) => z.max(lo).min(hi),
-            Act::Silu => z / (1.0 + (-z).exp()),
+            Act::Silu => z / (1.0 + super::cpu::exp(-z)),
         }
     }
 
@@ -64,7 +64,7 @@ impl Act {
                 }
             }
             Act::Silu => {
-                let s = 1.0 / (1.0 + (-z).exp());
+                let s = 1.0 / (1.0 + super::cpu::exp(-z));
                 g * s + g * z * (s * (1.0 - s))
             }
         }

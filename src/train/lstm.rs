@@ -69,16 +69,18 @@ pub fn supported(dtype: DType, device: &Device) -> bool {
     dtype == DType::F32 && device.is_cpu()
 }
 
+#[inline(always)]
 fn sigmoid(x: f32) -> f32 {
-    1.0 / (1.0 + (-x).exp())
+    1.0 / (1.0 + super::cpu::exp(-x))
 }
 
 /// tanh from one `exp` of a non-positive argument (no overflow): `f32::tanh` is libm's
 /// `tanhf` through `expm1f`, measured at 18 % of a training step here (perf), against 2 %
 /// for `expf`. Absolute error ≲ 1e-7 (the subtraction `1 − e` near x = 0), well inside what
 /// training needs; the test below holds the layer to candle's `tanh` within 1e-5.
+#[inline(always)]
 fn tanh(x: f32) -> f32 {
-    let e = (-2.0 * x.abs()).exp();
+    let e = super::cpu::exp(-2.0 * x.abs());
     ((1.0 - e) / (1.0 + e)).copysign(x)
 }
 
@@ -183,21 +185,39 @@ fn forward_part(gx: &[f32], r: &[f32], bias: &[f32], d: Dims, mut p: PartRows) -
         let c_prev = c_done.last().map(|c| &**c);
         for n in 0..nb {
             let (row, out) = (n * g4, n * hd);
-            let pr = &pre[row..row + g4];
-            for j in 0..hd {
-                let i = sigmoid(pr[j]);
-                let o = sigmoid(pr[hd + j]);
-                let f = sigmoid(pr[2 * hd + j]);
-                let g = tanh(pr[3 * hd + j]);
-                let ct = f * c_prev.map_or(0.0, |c| c[out + j]) + i * g;
-                let t_c = tanh(ct);
-                c[out + j] = ct;
-                tc[out + j] = t_c;
-                h[out + j] = o * t_c;
-                acts[row + j] = i;
-                acts[row + hd + j] = o;
-                acts[row + 2 * hd + j] = f;
-                acts[row + 3 * hd + j] = g;
+            let (pr, a) = (&pre[row..row + g4], &mut acts[row..row + g4]);
+            // Each gate over its whole row, one loop per function: straight-line loops
+            // that the compiler vectorises (the gates i, o, f are sigmoids, g a tanh).
+            let (sig, g) = a.split_at_mut(3 * hd);
+            sig.iter_mut().zip(pr).for_each(|(a, &p)| *a = sigmoid(p));
+            g.iter_mut()
+                .zip(&pr[3 * hd..])
+                .for_each(|(a, &p)| *a = tanh(p));
+            let (i, rest) = sig.split_at(hd);
+            let (o, f) = rest.split_at(hd);
+            let cell = out..out + hd;
+            let (c, tc, h) = (
+                &mut c[cell.clone()],
+                &mut tc[cell.clone()],
+                &mut h[cell.clone()],
+            );
+            // c = f·c₋ + i·g (c₋ = 0 at the first step), then tanh(c) and h = o·tanh(c).
+            match c_prev {
+                Some(cp) => {
+                    for (((c, &cp), &f), (&i, &g)) in
+                        c.iter_mut().zip(&cp[cell]).zip(f).zip(i.iter().zip(&*g))
+                    {
+                        *c = f * cp + i * g;
+                    }
+                }
+                None => c
+                    .iter_mut()
+                    .zip(i.iter().zip(&*g))
+                    .for_each(|(c, (&i, &g))| *c = i * g),
+            }
+            for (((tc, h), &c), &o) in tc.iter_mut().zip(h.iter_mut()).zip(&*c).zip(o) {
+                *tc = tanh(c);
+                *h = o * *tc;
             }
         }
     }
@@ -431,7 +451,7 @@ mod tests {
     }
 
     /// The batch split in 1, 2, 3 and 5 parts (uneven ones included) gives the same output
-    /// and gradients: each sample's recurrence is its own.
+    /// and gradients, to rounding: each sample's recurrence is its own.
     #[test]
     fn split_batch_gives_the_same_output_and_gradients() -> Result<()> {
         let (b, hd) = (11, 8);
@@ -448,8 +468,11 @@ mod tests {
         for parts in [2, 3, 5] {
             assert_eq!(batch_parts(b, parts).len(), parts);
             for (k, (a, z)) in one.iter().zip(run(parts)?).enumerate() {
+                // To rounding: the GEMMs of dh₋ round differently at another row count
+                // (1–2e-6 on gradients up to ~20 in 12 of 200 runs at an absolute 1e-6).
+                let scale = a.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?.max(1.0);
                 let d = max_diff(a, &z);
-                assert!(d < 1e-6, "{parts} parts, tensor {k}: {d}");
+                assert!(d <= 1e-6 * scale, "{parts} parts, tensor {k}: {d} (scale {scale})");
             }
         }
         Ok(())
