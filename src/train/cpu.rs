@@ -143,14 +143,8 @@ pub(super) fn span(j: usize, s: usize, p: usize, len: usize, olen: usize) -> Ran
 #[inline(always)]
 pub(super) fn exp(x: f32) -> f32 {
     const ROUND: f32 = 12_582_912.0; // 1.5 · 2²³
-    // Comparisons, not f32::max/min, so that a NaN passes through.
-    let x = if x < -87.0 {
-        -87.0
-    } else if x > 88.0 {
-        88.0
-    } else {
-        x
-    };
+    // `clamp`, not `max`/`min`, so that a NaN passes through.
+    let x = x.clamp(-87.0, 88.0);
     let t = x * std::f32::consts::LOG2_E + ROUND;
     let n = t - ROUND;
     // The low bits of t's mantissa hold n as a two's-complement integer.
@@ -160,7 +154,7 @@ pub(super) fn exp(x: f32) -> f32 {
         * r
         + 1.666_666_5e-1)
         * r
-        + 5.000_000_1e-1)
+        + 0.5)
         * r
         * r
         + r

@@ -472,7 +472,10 @@ mod tests {
                 // (1–2e-6 on gradients up to ~20 in 12 of 200 runs at an absolute 1e-6).
                 let scale = a.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?.max(1.0);
                 let d = max_diff(a, &z);
-                assert!(d <= 1e-6 * scale, "{parts} parts, tensor {k}: {d} (scale {scale})");
+                assert!(
+                    d <= 1e-6 * scale,
+                    "{parts} parts, tensor {k}: {d} (scale {scale})"
+                );
             }
         }
         Ok(())
