@@ -132,7 +132,8 @@ pub fn device_text(s: &TrainSettings) -> String {
             match std::env::var("CANDLE_NUM_THREADS").ok().as_deref() {
                 Some("1") => "the calling thread (CANDLE_NUM_THREADS=1)".to_string(),
                 Some(n) => format!("CANDLE_NUM_THREADS={n}"),
-                None => "one thread per core".to_string(),
+                // Unset, candle sizes that pool like rayon's.
+                None => format!("{} thread(s)", candle_core::utils::get_num_threads()),
             }
         ),
         #[cfg(feature = "tch")]
