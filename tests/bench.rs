@@ -624,6 +624,48 @@ fn pipelined_run_overlaps_the_module_and_reports_n_over_t() {
         "{p}"
     );
     assert!(p["mean_wait_ms"].as_f64().unwrap() >= 0.0);
+    assert_eq!(p["instances"], 1);
+    assert_eq!(p["outputs_per_instance"], serde_json::json!([24]));
+    // --instances M: M sessions take the prepared inputs; every output is counted once,
+    // by the instance that wrote it, and each instance wrote some (each blocks on the
+    // queue in turn, so none can take them all while another waits).
+    let (code, out, err) = acceval(&[
+        "bench",
+        "--model",
+        "mobilenetv2-meter",
+        "--runs",
+        "16",
+        "--duration",
+        "0",
+        "--sample-ms",
+        "0",
+        "--threads",
+        "1",
+        "--pipelined",
+        "1",
+        "--instances",
+        "2",
+        "--json",
+    ]);
+    assert_ne!(code, 2, "{err}");
+    let p = &json(&out)["pipelined"];
+    assert_eq!(p["complete"], true, "{p}");
+    assert_eq!(p["instances"], 2, "{p}");
+    let per: Vec<u64> = p["outputs_per_instance"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!((per.len(), per.iter().sum::<u64>()), (2, 16), "{p}");
+    assert!(per.iter().all(|&k| k > 0), "{p}");
+    assert!(
+        p["fps"]["definition"]
+            .as_str()
+            .unwrap()
+            .contains("2 model instance(s)"),
+        "{p}"
+    );
     // The text view says which mode made which figure.
     let (_, text, _) = acceval(&[
         "bench",

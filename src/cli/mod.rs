@@ -269,6 +269,11 @@ pub struct BenchArgs {
     /// post-processes; FPS = N / T, T from the first input taken to the last output written.
     #[arg(long, value_name = "K", value_parser = parse::positive_count)]
     pub pipelined: Option<usize>,
+    /// With --pipelined: M model instances take the prepared inputs, each its own session
+    /// with --threads intra-op threads (Triton's `instance_group` count), so M forwards may
+    /// run at once. The warm session of the one-at-a-time run is the first.
+    #[arg(long, value_name = "M", value_parser = parse::positive_count, requires = "pipelined")]
+    pub instances: Option<usize>,
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
     #[command(flatten)]

@@ -87,6 +87,7 @@ impl BenchArgs {
             detect: self.detect.params(),
             peak_gflops: None,
             pipeline_workers: self.pipelined.unwrap_or(0),
+            pipeline_instances: self.instances.unwrap_or(1),
         })
     }
 }

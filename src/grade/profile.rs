@@ -336,6 +336,23 @@ impl Profile {
                 ));
             }
         }
+        if let Some(m) = self.speed.pipeline_instances {
+            c.count("speed", "pipeline_instances", m as u64, 1)?;
+            if m > 64 {
+                return Err(c.err(
+                    "speed",
+                    "pipeline_instances",
+                    format!("{m} must lie in [1, 64]"),
+                ));
+            }
+            if self.speed.pipeline_workers.is_none() {
+                return Err(c.err(
+                    "speed",
+                    "pipeline_instances",
+                    "model instances take the pipelined run's prepared inputs: it needs pipeline_workers".into(),
+                ));
+            }
+        }
         let mut prev: Option<(Level, &SpeedLevel)> = None;
         for l in [Level::C1, Level::C2, Level::C3, Level::C4] {
             let table = format!("speed.levels.{l}");
@@ -633,6 +650,26 @@ mod tests {
         )
         .expect_err("0 workers");
         assert_eq!(e.key, "speed.pipeline_workers", "{e}");
+        // [speed] pipeline_instances: the model instances, only beside pipeline_workers.
+        let inst = piped.replacen(
+            "pipeline_workers = 2",
+            "pipeline_workers = 2\npipeline_instances = 2",
+            1,
+        );
+        assert_eq!(
+            Profile::parse(&inst, &f).unwrap().speed.pipeline_instances,
+            Some(2)
+        );
+        let alone = inst.replacen("pipeline_workers = 2\n", "", 1);
+        let e = Profile::parse(&alone, &f).expect_err("instances without workers");
+        assert_eq!(e.key, "speed.pipeline_instances", "{e}");
+        assert!(e.to_string().contains("needs pipeline_workers"), "{e}");
+        let e = Profile::parse(
+            &inst.replacen("pipeline_instances = 2", "pipeline_instances = 0", 1),
+            &f,
+        )
+        .expect_err("0 instances");
+        assert_eq!(e.key, "speed.pipeline_instances", "{e}");
         // [cluster]: the profile's bounds, checked with their key and line.
         let with_cluster = format!("{t}\n[cluster]\nmin_fps = 123.0\nmax_imbalance = 1.5\n");
         let k = Profile::parse(&with_cluster, &f).unwrap().cluster.unwrap();

@@ -404,6 +404,7 @@ pub fn speed_settings(
         },
         peak_gflops: p.speed.peak_gflops,
         pipeline_workers: p.speed.pipeline_workers.unwrap_or(0),
+        pipeline_instances: p.speed.pipeline_instances.unwrap_or(1),
         ..BenchSettings::new(model, backend)
     }
 }

@@ -92,6 +92,8 @@ pub struct BenchSettings {
     /// After the one-at-a-time run, a pipelined one with this many decode/pre-process
     /// threads (0: none).
     pub pipeline_workers: usize,
+    /// Model instances in the pipelined run (each its own session; 0 or 1: the one).
+    pub pipeline_instances: usize,
 }
 
 impl BenchSettings {
@@ -112,6 +114,7 @@ impl BenchSettings {
             detect: DetectParams::default(),
             peak_gflops: None,
             pipeline_workers: 0,
+            pipeline_instances: 1,
         }
     }
 }
@@ -527,17 +530,7 @@ pub fn measure_part(
 
     // The module pipelined (§7.2.4 over decode, pre-processing, forward, post-processing).
     if s.pipeline_workers > 0 && report.complete {
-        let Work::Files(files) = &work else {
-            return Err(Error::PipelinedModelOnly);
-        };
-        let mut p = pipelined(
-            session.as_mut(),
-            &spec,
-            files,
-            s.policy.runs.max(1),
-            s.pipeline_workers,
-            stop,
-        );
+        let mut p = pipelined(s, &model, &shapes, session.as_mut(), &spec, &work, stop)?;
         p.one_at_a_time_fps = report.fps.value;
         p.speedup = p.fps.value.zip(p.one_at_a_time_fps).map(|(a, b)| a / b);
         report.pipelined = Some(p);
@@ -565,95 +558,34 @@ pub fn measure_part(
     Ok(report)
 }
 
-/// Decodes and pre-processes `n` inputs (cycling `files`) on `workers` threads into a queue
-/// of depth 2 × workers, while this thread runs the model and post-processes, in the order
-/// they come. T runs from the first input taken to the last output written. A failure on
-/// either side stops both and is recorded.
+/// The pipelined run of `s` (super::pipelined): `session` is its first model instance,
+/// the others are opened with the same backend and options.
 fn pipelined(
+    s: &BenchSettings,
+    model: &Path,
+    shapes: &[(String, Vec<usize>)],
     session: &mut dyn Session,
     spec: &TaskSpec,
-    files: &[(String, Vec<u8>)],
-    n: usize,
-    workers: usize,
+    work: &Work,
     stop: &AtomicBool,
-) -> crate::report::schema::bench::Pipelined {
-    use std::sync::atomic::AtomicUsize;
-    let depth = 2 * workers;
-    let next = AtomicUsize::new(0);
-    let quit = AtomicBool::new(false);
-    let (tx, rx) =
-        std::sync::mpsc::sync_channel::<Result<(Instant, crate::task::Prepared), String>>(depth);
-    let t0 = Instant::now();
-    let mut done = 0usize;
-    let mut wait = 0.0f64;
-    let mut error = None;
-    std::thread::scope(|sc| {
-        for _ in 0..workers {
-            let tx = tx.clone();
-            let (next, quit) = (&next, &quit);
-            sc.spawn(move || {
-                while !quit.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n {
-                        return;
-                    }
-                    let (label, bytes) = &files[i % files.len()];
-                    let r = crate::task::prepare(spec, label, bytes)
-                        .map(|p| (Instant::now(), p))
-                        .map_err(|e| format!("{label}: {e}"));
-                    if tx.send(r).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        while done < n {
-            if stop.load(Ordering::Relaxed) {
-                error = Some(crate::util::signal::Cut::Interrupted.to_string());
-                break;
-            }
-            match rx.recv() {
-                Ok(Ok((ready, p))) => {
-                    wait += ready.elapsed().as_secs_f64() * 1e3;
-                    if let Err(e) = crate::task::finish(session, spec, p) {
-                        error = Some(e.to_string());
-                        break;
-                    }
-                    done += 1;
-                }
-                Ok(Err(e)) => {
-                    error = Some(e);
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
-        quit.store(true, Ordering::Relaxed);
-        // Unblock workers waiting on a full queue.
-        while rx.try_recv().is_ok() {}
-        drop(rx);
-    });
-    let t_s = t0.elapsed().as_secs_f64();
-    let complete = error.is_none() && done == n;
-    crate::report::schema::bench::Pipelined {
-        workers,
-        queue_depth: depth,
-        samples: done,
-        t_s,
-        fps: Figure {
-            value: (complete && t_s > 0.0).then(|| done as f64 / t_s),
-            unit: "1/s".into(),
-            definition: format!(
-                "N / T over the whole module: {workers} thread(s) decode and pre-process the next inputs (queue depth {depth}) while one runs the model and post-processes; T from the first input taken to the last output written"
-            ),
+) -> Result<crate::report::schema::bench::Pipelined, Error> {
+    let Work::Files(files) = work else {
+        return Err(Error::PipelinedModelOnly);
+    };
+    let opts = s.backend.load_options(shapes.to_vec(), false);
+    let open = || backend::load(model, &s.backend.spec, &opts).map_err(|e| e.to_string());
+    Ok(super::pipelined::run(
+        session,
+        &super::pipelined::Plan {
+            spec,
+            files,
+            n: s.policy.runs.max(1),
+            workers: s.pipeline_workers,
+            instances: s.pipeline_instances.max(1),
+            open: &open,
+            stop,
         },
-        one_at_a_time_fps: None,
-        speedup: None,
-        mean_wait_ms: (done > 0).then(|| wait / done as f64),
-        complete,
-        error,
-    }
+    ))
 }
 
 /// The timed loop with telemetry over its window (after the warm-up).

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod harness;
+pub mod pipelined;
 pub mod placement;
 pub mod run;
 pub mod stats;

@@ -201,9 +201,10 @@ fn pipelined(o: &mut dyn Write, r: &BenchReport) -> std::io::Result<()> {
     match p.fps.value {
         Some(v) => writeln!(
             o,
-            "  FPS {v:.2} 1/s (N = {}, T = {:.3} s); one at a time {}; speedup {}; a prepared input waited {} ms for the model on average",
+            "  FPS {v:.2} 1/s (N = {}, T = {:.3} s; outputs per model instance {:?}); one at a time {}; speedup {}; a prepared input waited {} ms for the model on average",
             p.samples,
             p.t_s,
+            p.outputs_per_instance,
             p.one_at_a_time_fps
                 .map_or("n/a".into(), |x| format!("{x:.2} 1/s")),
             p.speedup.map_or("n/a".into(), |x| format!("{x:.2}×")),

@@ -71,10 +71,15 @@ pub fn overall(p: &Profile, stages: &[Stage], clauses: &[Clause]) -> Verdict {
 }
 
 /// The FPS Table 5 judges: the pipelined module's (N / T) when the profile sets
-/// `[speed] pipeline_workers`, else N / ΣTi one at a time.
+/// `[speed] pipeline_workers`, else N / ΣTi one at a time. A pipelined run with other
+/// workers or model instances than the profile's is not the figure it asks for: none.
 pub fn judged_fps(p: &Profile, s: &BenchReport) -> Option<f64> {
     match p.speed.pipeline_workers {
-        Some(_) => s.pipelined.as_ref().and_then(|x| x.fps.value),
+        Some(k) => s
+            .pipelined
+            .as_ref()
+            .filter(|x| x.workers == k && x.instances == p.speed.pipeline_instances.unwrap_or(1))
+            .and_then(|x| x.fps.value),
         None => s.fps.value,
     }
 }

@@ -55,7 +55,8 @@ pub(super) fn speed(p: &Profile, e: &Evidence) -> Found {
                 p.speed.required
             ),
             Some(k) => format!(
-                "FPS = N/T of the module pipelined ({k} decode/pre-process thread(s)) ≥ {} ({} of Table 5)",
+                "FPS = N/T of the module pipelined ({k} decode/pre-process thread(s), {} model instance(s)) ≥ {} ({} of Table 5)",
+                p.speed.pipeline_instances.unwrap_or(1),
                 t.map(|t| t.min_fps).unwrap_or(f64::NAN),
                 p.speed.required
             ),
@@ -66,11 +67,22 @@ pub(super) fn speed(p: &Profile, e: &Evidence) -> Found {
                 opt(fps, ""),
                 opt(s.throughput.value, "")
             ),
+            (Some(k), Some(x))
+                if x.workers != k || x.instances != p.speed.pipeline_instances.unwrap_or(1) =>
+            {
+                format!(
+                    "n/a: the pipelined run had {} decode/pre-process thread(s) and {} model instance(s), not the profile's; one at a time {} 1/s",
+                    x.workers,
+                    x.instances,
+                    opt(s.fps.value, "")
+                )
+            }
             (Some(_), Some(x)) => format!(
-                "{} 1/s pipelined (N = {}, T = {:.3} s); one at a time {} 1/s{}",
+                "{} 1/s pipelined (N = {}, T = {:.3} s, {} model instance(s)); one at a time {} 1/s{}",
                 opt(fps, ""),
                 x.samples,
                 x.t_s,
+                x.instances,
                 opt(s.fps.value, ""),
                 x.error
                     .as_ref()
@@ -165,8 +177,10 @@ mod tests {
         };
         e.speed.as_mut().unwrap().pipelined = Some(crate::report::schema::bench::Pipelined {
             workers: 1,
+            instances: 1,
             queue_depth: 2,
             samples: 10,
+            outputs_per_instance: vec![10],
             t_s: 10.0,
             fps: fig(1.0),
             one_at_a_time_fps: e.speed.as_ref().unwrap().fps.value,
@@ -193,6 +207,21 @@ mod tests {
             l.min_fps = 0.5;
         }
         assert_eq!(verdict(&speed(&p, &e), "FPS"), Verdict::Pass);
+        // A run with other model instances than the profile's is not its figure.
+        p.speed.pipeline_instances = Some(2);
+        let f = speed(&p, &e);
+        assert_eq!(verdict(&f, "FPS"), Verdict::Fail);
+        let c = f.clauses.iter().find(|c| c.title == "FPS").unwrap();
+        assert!(c.measured.contains("not the profile's"), "{c:?}");
+        e.speed
+            .as_mut()
+            .unwrap()
+            .pipelined
+            .as_mut()
+            .unwrap()
+            .instances = 2;
+        assert_eq!(verdict(&speed(&p, &e), "FPS"), Verdict::Pass);
+        p.speed.pipeline_instances = None;
         p.speed.pipeline_workers = None;
         // Without samples nothing can pass.
         e.speed.as_mut().unwrap().raw.clear();

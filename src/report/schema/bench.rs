@@ -76,10 +76,17 @@ pub struct Figure {
 pub struct Pipelined {
     /// Threads that decode and pre-process.
     pub workers: usize,
+    /// Model instances (each its own session with the run's intra-op threads) that take
+    /// the prepared inputs, as Triton's `instance_group` count; 1 before they existed.
+    #[serde(default = "one")]
+    pub instances: usize,
     /// Prepared inputs that may wait for the model.
     pub queue_depth: usize,
     /// N: inputs taken and outputs written.
     pub samples: usize,
+    /// Outputs each instance wrote, the warm one-at-a-time session first.
+    #[serde(default)]
+    pub outputs_per_instance: Vec<usize>,
     /// T: from the first input taken to the last output written, s.
     pub t_s: f64,
     /// N / T.
@@ -88,12 +95,16 @@ pub struct Pipelined {
     pub one_at_a_time_fps: Option<f64>,
     /// fps / one_at_a_time_fps.
     pub speedup: Option<f64>,
-    /// Mean time a prepared input waited in the queue for the model's thread, ms: long
+    /// Mean time a prepared input waited in the queue for a model instance, ms: long
     /// when the model is the bottleneck, near zero when the workers are.
     pub mean_wait_ms: Option<f64>,
     pub complete: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+fn one() -> usize {
+    1
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -166,6 +166,10 @@ pub struct SpeedSection {
     /// latency stays the one-at-a-time figure. Unset: FPS = N / ΣTi one at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline_workers: Option<usize>,
+    /// With `pipeline_workers`: the model instances that take the prepared inputs, each its
+    /// own session (`bench --instances M`, Triton's `instance_group` count). Unset: 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_instances: Option<usize>,
 }
 
 /// §7.2.5: the highest QPS within a latency bound, measured open loop against `acceval
