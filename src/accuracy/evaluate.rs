@@ -504,6 +504,23 @@ pub fn evaluate(
     evaluate_with_sums(model, b, reference, relation, opts).map(|(r, _)| r)
 }
 
+/// The reference sets this run grades: the first `--limit` of them, and of those this
+/// rank's shard in a cluster run; none is an error naming the folder.
+fn input_range(reference: &Reference, opts: &EvalOptions) -> Result<std::ops::Range<usize>, Error> {
+    let available = reference.sets.len();
+    let used = opts.limit.unwrap_or(available).min(available);
+    let range = match &opts.shard {
+        Some(r) => r.start.min(used)..r.end.min(used),
+        None => 0..used,
+    };
+    if range.is_empty() {
+        return Err(Error::EmptyReference {
+            dir: reference.dir.clone(),
+        });
+    }
+    Ok(range)
+}
+
 /// [`evaluate`], also returning each output's running sums (pooled over the ranks of a
 /// cluster run by `merge`).
 pub fn evaluate_with_sums(
@@ -531,21 +548,7 @@ pub fn evaluate_with_sums(
         check_structure(m, &reference.dir, &input_names, &output_names)?;
     }
     let available = reference.sets.len();
-    let used = opts.limit.unwrap_or(available).min(available);
-    if used == 0 {
-        return Err(Error::EmptyReference {
-            dir: reference.dir.clone(),
-        });
-    }
-    let range = match &opts.shard {
-        Some(r) => r.start.min(used)..r.end.min(used),
-        None => 0..used,
-    };
-    if range.is_empty() {
-        return Err(Error::EmptyReference {
-            dir: reference.dir.clone(),
-        });
-    }
+    let range = input_range(reference, opts)?;
     let first = reference.load_set(range.start, specs.len(), output_names.len())?;
     let shapes = first
         .inputs

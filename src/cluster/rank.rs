@@ -129,9 +129,52 @@ pub fn from_env(given: Given) -> Result<Rank, RankError> {
     detect(&|k| std::env::var(k).ok(), given)
 }
 
-fn detect_unchecked(env: &dyn Fn(&str) -> Option<String>, given: Given) -> Result<Rank, RankError> {
-    let num = |name: &str, launcher: Launcher| -> Result<Option<usize>, RankError> {
-        match env(name) {
+/// Each launcher's contract: (launcher, rank var, size var, local rank var, node var).
+type Contract = (
+    Launcher,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+);
+
+/// The launchers whose own variables carry the rank and the size.
+const CONTRACTS: [Contract; 3] = [
+    (
+        Launcher::Torchrun,
+        "RANK",
+        "WORLD_SIZE",
+        Some("LOCAL_RANK"),
+        Some("GROUP_RANK"),
+    ),
+    (
+        Launcher::OpenMpi,
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        Some("OMPI_COMM_WORLD_LOCAL_RANK"),
+        None,
+    ),
+    (
+        Launcher::Mpich,
+        "PMI_RANK",
+        "PMI_SIZE",
+        Some("MPI_LOCALRANKID"),
+        None,
+    ),
+];
+
+/// The environment lookup, with the reads every launcher's contract shares.
+struct Env<'a>(&'a dyn Fn(&str) -> Option<String>);
+
+impl Env<'_> {
+    fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name)
+    }
+
+    /// `name` as a number, `None` when unset; a launcher's variable that is not one is an
+    /// error naming it.
+    fn num(&self, name: &str, launcher: Launcher) -> Result<Option<usize>, RankError> {
+        match self.get(name) {
             None => Ok(None),
             Some(v) => v
                 .trim()
@@ -143,96 +186,74 @@ fn detect_unchecked(env: &dyn Fn(&str) -> Option<String>, given: Given) -> Resul
                     launcher,
                 }),
         }
-    };
-    let source = |names: &[&str]| -> Vec<String> {
-        names
-            .iter()
-            .filter_map(|n| env(n).map(|v| format!("{n}={v}")))
-            .collect()
-    };
-    let rank = |launcher, rank, world_size, local_rank, node, names: &[&str]| Rank {
-        rank,
-        world_size,
-        local_rank,
-        node,
-        launcher,
-        source: source(names),
-        notes: Vec::new(),
-    };
-    match (given.rank, given.world_size) {
-        (Some(r), Some(w)) => return Ok(rank(Launcher::Manual, r, w, None, None, &[])),
-        (None, None) => {}
-        // A world size alone is the Kubernetes case (the index comes from the pod).
-        (None, Some(_)) if env("JOB_COMPLETION_INDEX").is_some() => {}
-        _ => return Err(RankError::HalfManual),
     }
-    // Each launcher: (launcher, rank var, size var, local rank var, node var).
-    type Contract = (
-        Launcher,
-        &'static str,
-        &'static str,
-        Option<&'static str>,
-        Option<&'static str>,
-    );
-    const CONTRACTS: [Contract; 3] = [
-        (
-            Launcher::Torchrun,
-            "RANK",
-            "WORLD_SIZE",
-            Some("LOCAL_RANK"),
-            Some("GROUP_RANK"),
-        ),
-        (
-            Launcher::OpenMpi,
-            "OMPI_COMM_WORLD_RANK",
-            "OMPI_COMM_WORLD_SIZE",
-            Some("OMPI_COMM_WORLD_LOCAL_RANK"),
-            None,
-        ),
-        (
-            Launcher::Mpich,
-            "PMI_RANK",
-            "PMI_SIZE",
-            Some("MPI_LOCALRANKID"),
-            None,
-        ),
-    ];
-    for (launcher, rv, sv, lv, nv) in CONTRACTS {
-        let Some(r) = num(rv, launcher)? else {
-            continue;
-        };
-        let w = num(sv, launcher)?.ok_or(RankError::NoSize {
+
+    /// `num` of an optional variable.
+    fn opt(&self, name: Option<&str>, launcher: Launcher) -> Result<Option<usize>, RankError> {
+        match name {
+            Some(v) => self.num(v, launcher),
+            None => Ok(None),
+        }
+    }
+
+    /// A rank, with the variables it came from (those set) as its source.
+    fn rank(
+        &self,
+        launcher: Launcher,
+        (rank, world_size): (usize, usize),
+        local_rank: Option<usize>,
+        node: Option<usize>,
+        names: &[&str],
+    ) -> Rank {
+        Rank {
+            rank,
+            world_size,
+            local_rank,
+            node,
             launcher,
-            rank_var: rv,
-            size_var: sv,
-        })?;
-        let local = match lv {
-            Some(v) => num(v, launcher)?,
-            None => None,
-        };
-        let node = match nv {
-            Some(v) => num(v, launcher)?,
-            None => None,
-        };
-        let names: Vec<&str> = [Some(rv), Some(sv), lv, nv].into_iter().flatten().collect();
-        return Ok(rank(launcher, r, w, local, node, &names));
+            source: names
+                .iter()
+                .filter_map(|n| self.get(n).map(|v| format!("{n}={v}")))
+                .collect(),
+            notes: Vec::new(),
+        }
     }
-    // PMIx direct launch and Slurm steps: the rank from `rank_var`, the rest from the step.
-    let slurm = |launcher, rank_var: &'static str| -> Result<Option<Rank>, RankError> {
-        let Some(r) = num(rank_var, launcher)? else {
+
+    /// The first launcher of [`CONTRACTS`] whose rank variable is set.
+    fn contract(&self) -> Result<Option<Rank>, RankError> {
+        for (launcher, rv, sv, lv, nv) in CONTRACTS {
+            let Some(r) = self.num(rv, launcher)? else {
+                continue;
+            };
+            let w = self.num(sv, launcher)?.ok_or(RankError::NoSize {
+                launcher,
+                rank_var: rv,
+                size_var: sv,
+            })?;
+            let local = self.opt(lv, launcher)?;
+            let node = self.opt(nv, launcher)?;
+            let names: Vec<&str> = [Some(rv), Some(sv), lv, nv].into_iter().flatten().collect();
+            return Ok(Some(self.rank(launcher, (r, w), local, node, &names)));
+        }
+        Ok(None)
+    }
+
+    /// PMIx direct launch and Slurm steps: the rank from `rank_var`, the rest from the step.
+    fn slurm(&self, launcher: Launcher, rank_var: &'static str) -> Result<Option<Rank>, RankError> {
+        let Some(r) = self.num(rank_var, launcher)? else {
             return Ok(None);
         };
-        let w = match num("SLURM_STEP_NUM_TASKS", launcher)? {
+        let w = match self.num("SLURM_STEP_NUM_TASKS", launcher)? {
             Some(n) => Some(n),
-            None => num("SLURM_NTASKS", launcher)?,
+            None => self.num("SLURM_NTASKS", launcher)?,
         }
         .ok_or(RankError::NoSize {
             launcher,
             rank_var,
             size_var: "SLURM_STEP_NUM_TASKS",
         })?;
-        let local = num("SLURM_LOCALID", launcher)?;
-        let node = num("SLURM_NODEID", launcher)?;
+        let local = self.num("SLURM_LOCALID", launcher)?;
+        let node = self.num("SLURM_NODEID", launcher)?;
         let names = [
             rank_var,
             "SLURM_STEP_ID",
@@ -241,32 +262,47 @@ fn detect_unchecked(env: &dyn Fn(&str) -> Option<String>, given: Given) -> Resul
             "SLURM_LOCALID",
             "SLURM_NODEID",
         ];
-        Ok(Some(rank(launcher, r, w, local, node, &names)))
-    };
-    if let Some(r) = slurm(Launcher::Pmix, "PMIX_RANK")? {
+        Ok(Some(self.rank(launcher, (r, w), local, node, &names)))
+    }
+}
+
+fn detect_unchecked(env: &dyn Fn(&str) -> Option<String>, given: Given) -> Result<Rank, RankError> {
+    let e = Env(env);
+    match (given.rank, given.world_size) {
+        (Some(r), Some(w)) => return Ok(e.rank(Launcher::Manual, (r, w), None, None, &[])),
+        (None, None) => {}
+        // A world size alone is the Kubernetes case (the index comes from the pod).
+        (None, Some(_)) if e.get("JOB_COMPLETION_INDEX").is_some() => {}
+        _ => return Err(RankError::HalfManual),
+    }
+    if let Some(r) = e.contract()? {
         return Ok(r);
     }
-    if env("SLURM_STEP_ID").is_some()
-        && let Some(r) = slurm(Launcher::Slurm, "SLURM_PROCID")?
+    if let Some(r) = e.slurm(Launcher::Pmix, "PMIX_RANK")? {
+        return Ok(r);
+    }
+    if e.get("SLURM_STEP_ID").is_some()
+        && let Some(r) = e.slurm(Launcher::Slurm, "SLURM_PROCID")?
     {
         return Ok(r);
     }
-    if let Some(index) = env("JOB_COMPLETION_INDEX") {
-        let r = num("JOB_COMPLETION_INDEX", Launcher::Kubernetes)?.unwrap_or(0);
+    if let Some(index) = e.get("JOB_COMPLETION_INDEX") {
+        let r = e
+            .num("JOB_COMPLETION_INDEX", Launcher::Kubernetes)?
+            .unwrap_or(0);
         let w = given
             .world_size
             .ok_or(RankError::KubernetesNeedsSize { index })?;
         // One pod per node: the index is the node.
-        return Ok(rank(
+        return Ok(e.rank(
             Launcher::Kubernetes,
-            r,
-            w,
+            (r, w),
             Some(0),
             Some(r),
             &["JOB_COMPLETION_INDEX"],
         ));
     }
-    Ok(rank(Launcher::Single, 0, 1, Some(0), Some(0), &[]))
+    Ok(e.rank(Launcher::Single, (0, 1), Some(0), Some(0), &[]))
 }
 
 #[cfg(test)]

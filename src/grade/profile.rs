@@ -608,30 +608,14 @@ mod tests {
         assert!(!speed_meets(None, Level::C4));
     }
 
-    /// Every field with a closed set of values is its enum: serde refuses anything else with
-    /// the key and the line (no string comparison is left in `check`).
+    /// `[speed] pipeline_workers` and `pipeline_instances`: the pipelined module's FPS, only
+    /// in pipeline mode, the instances only beside the workers, each at least 1.
     #[test]
-    fn closed_sets_are_typed_and_their_errors_name_key_and_line() {
+    fn pipeline_keys_are_checked_with_their_key() {
         let (f, t) = shipped()
             .into_iter()
             .find(|(f, _)| f.ends_with("bigdata-forecast.toml"))
             .unwrap();
-        let p = Profile::parse(&t, &f).unwrap();
-        assert_eq!(p.model.speed_precision, Precision::Fp32);
-        assert_eq!(
-            p.speed.mode,
-            crate::report::schema::bench::BenchMode::Pipeline
-        );
-        assert!(p.speed.levels.contains_key(&Level::C4));
-        let with_train =
-            format!("{t}\n[train]\nworkload = \"lstm-load-forecast\"\ntarget = \"mae_mw<=30\"\n");
-        let p = Profile::parse(&with_train, &f).unwrap();
-        let target = p.train.unwrap().target.unwrap();
-        assert_eq!(
-            (target.metric.as_str(), target.op.as_str(), target.value),
-            ("mae_mw", "<=", 30.0)
-        );
-        // [speed] pipeline_workers: the pipelined module's FPS, only in pipeline mode.
         let piped = t.replacen(
             "mode = \"pipeline\"",
             "mode = \"pipeline\"\npipeline_workers = 2",
@@ -670,6 +654,31 @@ mod tests {
         )
         .expect_err("0 instances");
         assert_eq!(e.key, "speed.pipeline_instances", "{e}");
+    }
+
+    /// Every field with a closed set of values is its enum: serde refuses anything else with
+    /// the key and the line (no string comparison is left in `check`).
+    #[test]
+    fn closed_sets_are_typed_and_their_errors_name_key_and_line() {
+        let (f, t) = shipped()
+            .into_iter()
+            .find(|(f, _)| f.ends_with("bigdata-forecast.toml"))
+            .unwrap();
+        let p = Profile::parse(&t, &f).unwrap();
+        assert_eq!(p.model.speed_precision, Precision::Fp32);
+        assert_eq!(
+            p.speed.mode,
+            crate::report::schema::bench::BenchMode::Pipeline
+        );
+        assert!(p.speed.levels.contains_key(&Level::C4));
+        let with_train =
+            format!("{t}\n[train]\nworkload = \"lstm-load-forecast\"\ntarget = \"mae_mw<=30\"\n");
+        let p = Profile::parse(&with_train, &f).unwrap();
+        let target = p.train.unwrap().target.unwrap();
+        assert_eq!(
+            (target.metric.as_str(), target.op.as_str(), target.value),
+            ("mae_mw", "<=", 30.0)
+        );
         // [cluster]: the profile's bounds, checked with their key and line.
         let with_cluster = format!("{t}\n[cluster]\nmin_fps = 123.0\nmax_imbalance = 1.5\n");
         let k = Profile::parse(&with_cluster, &f).unwrap().cluster.unwrap();

@@ -415,6 +415,41 @@ pub trait ClusterPart {
     fn end(&mut self);
 }
 
+/// The task pipeline's settings for the model's first input (classification when the run
+/// has no task: model-only runs never post-process).
+fn task_spec(
+    s: &BenchSettings,
+    task: Option<Task>,
+    specs: &[InputSpec],
+    shapes: &[(String, Vec<usize>)],
+    entry: Option<&Entry>,
+) -> TaskSpec {
+    TaskSpec {
+        task: task.unwrap_or(Task::Classification),
+        input_name: specs.first().map(|s| s.name.clone()).unwrap_or_default(),
+        input_shape: shapes.first().map(|s| s.1.clone()).unwrap_or_default(),
+        labels: entry
+            .map(|e| e.labels.iter().map(|s| s.to_string()).collect())
+            .unwrap_or_default(),
+        top_k: 5,
+        detect: s.detect,
+    }
+}
+
+/// The mean bytes of one sample's model inputs, and of its input file in a pipeline run.
+fn sizes(work: &Work, shapes: &[(String, Vec<usize>)]) -> (u64, Option<u64>) {
+    match work {
+        Work::Tensors(sets) => (
+            sets.iter().map(|s| bytes_of(s)).sum::<u64>() / sets.len() as u64,
+            None,
+        ),
+        Work::Files(files) => (
+            shapes[0].1.iter().product::<usize>() as u64 * 4,
+            Some(files.iter().map(|f| f.1.len() as u64).sum::<u64>() / files.len() as u64),
+        ),
+    }
+}
+
 /// Runs the whole measurement of `s`; `stop` ends it early (the report is then incomplete).
 pub fn measure(
     s: &BenchSettings,
@@ -465,17 +500,7 @@ pub fn measure_part(
             &s.backend.load_options(shapes.clone(), false),
         )?,
     };
-    let spec = TaskSpec {
-        task: task.unwrap_or(Task::Classification),
-        input_name: specs.first().map(|s| s.name.clone()).unwrap_or_default(),
-        input_shape: shapes.first().map(|s| s.1.clone()).unwrap_or_default(),
-        labels: entry
-            .as_ref()
-            .map(|e| e.labels.iter().map(|s| s.to_string()).collect())
-            .unwrap_or_default(),
-        top_k: 5,
-        detect: s.detect,
-    };
+    let spec = task_spec(s, task, &specs, &shapes, entry.as_ref());
 
     // Cold start: the first inference, apart.
     let t = Instant::now();
@@ -489,16 +514,7 @@ pub fn measure_part(
     })?;
     let first_ms = t.elapsed().as_secs_f64() * 1e3;
 
-    let (model_bytes, file_bytes) = match &work {
-        Work::Tensors(sets) => (
-            sets.iter().map(|s| bytes_of(s)).sum::<u64>() / sets.len() as u64,
-            None,
-        ),
-        Work::Files(files) => (
-            shapes[0].1.iter().product::<usize>() as u64 * 4,
-            Some(files.iter().map(|f| f.1.len() as u64).sum::<u64>() / files.len() as u64),
-        ),
-    };
+    let (model_bytes, file_bytes) = sizes(&work, &shapes);
 
     let (measured, recording, sensor_status) =
         timed_loop(s, session.as_mut(), &spec, &work, progress, stop, part);

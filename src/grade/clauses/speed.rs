@@ -1,6 +1,7 @@
 //! §7.2.3, §7.2.4 and Table 5: latency, FPS and the speed level.
 
 use super::*;
+use crate::report::schema::profile::SpeedLevel;
 
 /// §7.2.3–7.2.4 and Table 5.
 pub(super) fn speed(p: &Profile, e: &Evidence) -> Found {
@@ -48,52 +49,8 @@ pub(super) fn speed(p: &Profile, e: &Evidence) -> Found {
     f.add(
         "§7.2.4",
         "FPS",
-        match p.speed.pipeline_workers {
-            None => format!(
-                "FPS = N/ΣTi ≥ {} ({} of Table 5)",
-                t.map(|t| t.min_fps).unwrap_or(f64::NAN),
-                p.speed.required
-            ),
-            Some(k) => format!(
-                "FPS = N/T of the module pipelined ({k} decode/pre-process thread(s), {} model instance(s)) ≥ {} ({} of Table 5)",
-                p.speed.pipeline_instances.unwrap_or(1),
-                t.map(|t| t.min_fps).unwrap_or(f64::NAN),
-                p.speed.required
-            ),
-        },
-        match (p.speed.pipeline_workers, &s.pipelined) {
-            (None, _) => format!(
-                "{} 1/s; wall-clock throughput {} 1/s",
-                opt(fps, ""),
-                opt(s.throughput.value, "")
-            ),
-            (Some(k), Some(x))
-                if x.workers != k || x.instances != p.speed.pipeline_instances.unwrap_or(1) =>
-            {
-                format!(
-                    "n/a: the pipelined run had {} decode/pre-process thread(s) and {} model instance(s), not the profile's; one at a time {} 1/s",
-                    x.workers,
-                    x.instances,
-                    opt(s.fps.value, "")
-                )
-            }
-            (Some(_), Some(x)) => format!(
-                "{} 1/s pipelined (N = {}, T = {:.3} s, {} model instance(s)); one at a time {} 1/s{}",
-                opt(fps, ""),
-                x.samples,
-                x.t_s,
-                x.instances,
-                opt(s.fps.value, ""),
-                x.error
-                    .as_ref()
-                    .map(|e| format!("; pipelined run incomplete: {e}"))
-                    .unwrap_or_default()
-            ),
-            (Some(_), None) => format!(
-                "n/a: the pipelined run did not happen; one at a time {} 1/s",
-                opt(s.fps.value, "")
-            ),
-        },
+        fps_requirement(p, t),
+        fps_measured(p, s, fps),
         pass(fps.zip(t).is_some_and(|(x, t)| x >= t.min_fps) && valid),
         None,
         Source::Profile,
@@ -129,6 +86,61 @@ pub(super) fn speed(p: &Profile, e: &Evidence) -> Found {
         ));
     }
     f
+}
+
+/// §7.2.4's requirement: N / ΣTi one at a time, or N / T of the module pipelined when the
+/// profile sets `pipeline_workers`.
+fn fps_requirement(p: &Profile, t: Option<&SpeedLevel>) -> String {
+    match p.speed.pipeline_workers {
+        None => format!(
+            "FPS = N/ΣTi ≥ {} ({} of Table 5)",
+            t.map(|t| t.min_fps).unwrap_or(f64::NAN),
+            p.speed.required
+        ),
+        Some(k) => format!(
+            "FPS = N/T of the module pipelined ({k} decode/pre-process thread(s), {} model instance(s)) ≥ {} ({} of Table 5)",
+            p.speed.pipeline_instances.unwrap_or(1),
+            t.map(|t| t.min_fps).unwrap_or(f64::NAN),
+            p.speed.required
+        ),
+    }
+}
+
+/// §7.2.4's measured text for the FPS `fps` that [`judged_fps`] chose.
+fn fps_measured(p: &Profile, s: &BenchReport, fps: Option<f64>) -> String {
+    match (p.speed.pipeline_workers, &s.pipelined) {
+        (None, _) => format!(
+            "{} 1/s; wall-clock throughput {} 1/s",
+            opt(fps, ""),
+            opt(s.throughput.value, "")
+        ),
+        (Some(k), Some(x))
+            if x.workers != k || x.instances != p.speed.pipeline_instances.unwrap_or(1) =>
+        {
+            format!(
+                "n/a: the pipelined run had {} decode/pre-process thread(s) and {} model instance(s), not the profile's; one at a time {} 1/s",
+                x.workers,
+                x.instances,
+                opt(s.fps.value, "")
+            )
+        }
+        (Some(_), Some(x)) => format!(
+            "{} 1/s pipelined (N = {}, T = {:.3} s, {} model instance(s)); one at a time {} 1/s{}",
+            opt(fps, ""),
+            x.samples,
+            x.t_s,
+            x.instances,
+            opt(s.fps.value, ""),
+            x.error
+                .as_ref()
+                .map(|e| format!("; pipelined run incomplete: {e}"))
+                .unwrap_or_default()
+        ),
+        (Some(_), None) => format!(
+            "n/a: the pipelined run did not happen; one at a time {} 1/s",
+            opt(s.fps.value, "")
+        ),
+    }
 }
 
 #[cfg(test)]
