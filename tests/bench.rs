@@ -700,3 +700,82 @@ fn pipelined_run_overlaps_the_module_and_reports_n_over_t() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("needs the task pipeline"), "{err}");
 }
+
+/// Ctrl-C while two model instances run the pipelined module: every thread ends, the one-at-
+/// a-time figures and the outputs written so far are in the report, the pipelined run is
+/// marked incomplete, and the command says so and fails.
+#[test]
+fn ctrl_c_in_the_pipelined_run_keeps_what_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let mut child = common::command()
+        .args([
+            "bench",
+            "--model",
+            "mobilenetv2-meter",
+            "--backend",
+            "mock",
+            "--ep-option",
+            "forward_ms=100",
+            "--runs",
+            "60",
+            "--duration",
+            "0",
+            "--warmup-runs",
+            "1",
+            "--sample-ms",
+            "0",
+            "--pipelined",
+            "1",
+            "--instances",
+            "2",
+            "--export-json",
+            j.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The pipelined run announces itself on stderr; 60 inputs at 100 ms on two instances
+    // take about 3 s, so a signal 1 s in lands in it.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        seen.push_str(&line);
+        if line.contains("pipelined run:") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(seen.contains("2 model instance(s)"), "{seen}");
+    std::thread::sleep(Duration::from_millis(1000));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "{rest}");
+    assert_eq!(out.status.code(), Some(2), "{rest}");
+    assert!(
+        rest.contains("the pipelined run did not finish: interrupted (Ctrl-C)"),
+        "{rest}"
+    );
+    let r = json(&std::fs::read_to_string(&j).unwrap());
+    assert_eq!(r["complete"], true, "the one-at-a-time run had finished");
+    assert_eq!(r["samples"], 60);
+    let p = &r["pipelined"];
+    assert_eq!(p["complete"], false, "{p}");
+    assert_eq!(p["error"], "interrupted (Ctrl-C)", "{p}");
+    assert!(p["fps"]["value"].is_null(), "{p}");
+    let done = p["samples"].as_u64().unwrap();
+    assert!(done > 0 && done < 60, "{p}");
+    let per: u64 = p["outputs_per_instance"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .sum();
+    assert_eq!(per, done, "{p}");
+}

@@ -32,6 +32,19 @@ pub fn run(args: BenchArgs) -> anyhow::Result<Outcome> {
         write_file(p, &telemetry_table(rec).to_csv())?;
     }
     out.print(&report)?;
+    if let Some(p) = report.pipelined.as_ref().filter(|p| !p.complete) {
+        anyhow::bail!(
+            "the pipelined run did not finish: {}: {} of {} outputs were written before it{}",
+            p.error.as_deref().unwrap_or("incomplete"),
+            p.samples,
+            s.policy.runs.max(1),
+            if out.export_json.is_some() {
+                " (written, pipelined.complete: false)"
+            } else {
+                ""
+            }
+        );
+    }
     if let (Some(e), false) = (&report.error, report.interrupted) {
         anyhow::bail!(
             "{e}: {} samples were measured before it{}",

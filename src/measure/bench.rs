@@ -546,6 +546,12 @@ pub fn measure_part(
 
     // The module pipelined (§7.2.4 over decode, pre-processing, forward, post-processing).
     if s.pipeline_workers > 0 && report.complete {
+        progress.note(format!(
+            "acceval: pipelined run: {} inputs, {} decode/pre-process thread(s), {} model instance(s)",
+            s.policy.runs.max(1),
+            s.pipeline_workers,
+            s.pipeline_instances.max(1)
+        ));
         let mut p = pipelined(s, &model, &shapes, session.as_mut(), &spec, &work, stop)?;
         p.one_at_a_time_fps = report.fps.value;
         p.speedup = p.fps.value.zip(p.one_at_a_time_fps).map(|(a, b)| a / b);
