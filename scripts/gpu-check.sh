@@ -11,7 +11,8 @@
 #      the work lands on GPU 1 (its utilization rises, GPU 0's does not);
 #   4. NVML energy: the total-energy counter against the integral of the power samples and
 #      against nvidia-smi's readings over the same bench (issue 23);
-#   5. the cuda and ort:cuda outputs against the CPU's on identical seeded inputs;
+#   5. the module pipelined on ort:cuda (2 decode/pre-process threads, 2 model instances);
+#   6. the cuda and ort:cuda outputs against the CPU's on identical seeded inputs;
 # and writes one summary file, $OUT/gpu-check-summary.md (verdicts, clause tables,
 # placement, speed, telemetry, differences), beside the report folders.
 #
@@ -178,6 +179,17 @@ PY
     --workload lstm-load-forecast --epochs 1 --samples 1024 --eval-samples 24 2>&1 | tail -n 12 | fenced
 else
   echo "not run: no ACCEVAL_TCH_BIN (a release binary built with --features tch)" >>"$SUMMARY"
+fi
+
+# The module pipelined on the GPU (issue 26, point 5): the forward on the device is short, so
+# the CPU's decode and letterbox decide one-at-a-time FPS; K workers and M instances overlap them.
+section "bench --backend ort:cuda --pipelined 2 --instances 2 (yolov8n-line, 1920x1080 frames)"
+if [ -n "$ORT_GPU" ]; then
+  ORT_DYLIB_PATH="$ORT_GPU" timeout 120 "$BIN" bench --backend ort:cuda --model yolov8n-line \
+    --runs 200 --duration 5 --sample-ms 0 --pipelined 2 --instances 2 2>&1 \
+    | grep -E '^FPS|^  FPS|^Pipelined|  (decode|preprocess|forward|postprocess) ' | fenced
+else
+  echo "not run: no onnxruntime-gpu library" >>"$SUMMARY"
 fi
 
 section "outputs against the CPU (seeded inputs, yolov8n-line)"
