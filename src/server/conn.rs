@@ -298,6 +298,46 @@ pub struct Drained {
     pub cut: usize,
 }
 
+/// Attaches a drop-all socket filter to the listener (Linux; elsewhere, and when the kernel
+/// refuses, nothing changes). The kernel runs a listener's filter on each SYN and on each
+/// handshake's last ACK, so once it is on, no connection joins the accept queue: the drain
+/// then takes the queue whole, and closing the listener resets no connection whose client
+/// was told it had connected. Without it, a handshake that completes between the last
+/// accept and the close (the server's thread preempted in that gap on a busy machine) is
+/// reset with its request unread.
+fn refuse_new_handshakes(listener: &tokio::net::TcpListener) {
+    #[cfg(target_os = "linux")]
+    {
+        // `ret #0`: accept no byte of any packet (classic BPF, linux/filter.h).
+        const BPF_RET_K: u16 = 0x06;
+        let drop_all = [socket2::SockFilter::new(BPF_RET_K, 0, 0, 0)];
+        let _ = socket2::SockRef::from(listener).attach_filter(&drop_all);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = listener;
+}
+
+/// Closes `listener` after taking every connection in its accept queue. First no new
+/// handshake may complete ([`refuse_new_handshakes`]); then the queue is read with the
+/// socket's own non-blocking `accept` until it is empty, not through tokio's readiness,
+/// which only knows of connections its reactor has already been told about (one that
+/// arrived since would be reset by the close).
+fn take_queue(listener: tokio::net::TcpListener) -> Vec<tokio::net::TcpStream> {
+    refuse_new_handshakes(&listener);
+    let mut taken = Vec::new();
+    let Ok(listener) = listener.into_std() else {
+        return taken;
+    };
+    while let Ok((s, _)) = listener.accept() {
+        if s.set_nonblocking(true).is_ok()
+            && let Ok(s) = tokio::net::TcpStream::from_std(s)
+        {
+            taken.push(s);
+        }
+    }
+    taken
+}
+
 /// After the drain, the longest wait for the open connections to close by themselves.
 const LINGER: Duration = Duration::from_secs(1);
 
@@ -376,12 +416,11 @@ pub async fn serve(
             _ = tick.tick() => {},
         }
     }
-    // The connections already queued are taken (and answered 503) rather than reset.
-    let mut cx = Context::from_waker(Waker::noop());
-    while let Poll::Ready(Ok((s, _))) = listener.poll_accept(&mut cx) {
+    // The connections already queued are taken (and answered 503) rather than reset, and
+    // the listener closes.
+    for s in take_queue(listener) {
         accept(s);
     }
-    drop(listener);
     let open = || limits.max_connections - slots.available_permits();
     let linger_end = deadline.min(tokio::time::Instant::now() + LINGER);
     while open() > 0 && tokio::time::Instant::now() < linger_end {
@@ -393,5 +432,44 @@ pub async fn serve(
     Drained {
         waited: started.elapsed(),
         cut: inflight(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
+
+    /// Once the filter is on, a connect no longer completes (its SYN is dropped), while a
+    /// connection queued before it is still taken, though tokio's reactor never ran to
+    /// hear of it; after the close the client is refused.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_drain_filter_stops_new_handshakes_but_keeps_the_queue() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let _guard = rt.enter();
+        let std_listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let addr = std_listener.local_addr().unwrap();
+        let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+        let queued = TcpStream::connect(addr).unwrap();
+        super::refuse_new_handshakes(&listener);
+        let late = TcpStream::connect_timeout(&addr, Duration::from_millis(400));
+        let e = late.expect_err("a handshake completed past the filter");
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+        assert_eq!(
+            super::take_queue(listener).len(),
+            1,
+            "the connection queued before the filter"
+        );
+        let refused = TcpStream::connect_timeout(&addr, Duration::from_secs(3));
+        assert_eq!(
+            refused.expect_err("connected to a closed port").kind(),
+            std::io::ErrorKind::ConnectionRefused
+        );
+        drop(queued);
     }
 }
