@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Hostile ONNX files against `acceval inspect` (issue 16): named defects and a mutation
+"""Hostile ONNX files against `acceval inspect` (issue 16), or `run`, `bench` and `accuracy` on a
+backend (issue 27): named defects and a mutation
 campaign. A certification lab feeds models it did not make; every input must end in a
 result (exit 0) or one clean error (exit 2), never a panic (exit 101, or a signal) or a hang.
 
 Usage: hostile_models.py [--bin target/debug/acceval] [--out DIR] [--cases N] [--seed S]
-                         [--seeds-from DIR ...] [--keep]
+                         [--seeds-from DIR ...] [--keep] [--command C] [--backend B]
 
   --bin         the acceval binary (default target/debug/acceval)
   --out         where the generated files go (default: a temporary folder, removed unless
@@ -14,6 +15,10 @@ Usage: hostile_models.py [--bin target/debug/acceval] [--out DIR] [--cases N] [-
   --seeds-from  extra folders whose *.onnx files are mutated too (default: models/ and the
                 files the named cases build)
   --timeout     seconds after which a run counts as a hang (default 10)
+  --command     what each file goes through: inspect (default), run (`run --runs 1`), bench
+                (`bench --runs 2`) or accuracy (`accuracy --against` itself: the file on tract
+                is the reference, the same file on --backend the side graded)
+  --backend     the backend of run, bench and accuracy (default cpu; ort:cpu, ...)
 
 Needs the `onnx` and `numpy` packages (the CI venv has them). Prints one line per named case
 (what came back), then a table: cases | ok | clean errors | panics | hangs | other; and
@@ -305,13 +310,34 @@ def seed_files(extra_dirs, cases):
     return sorted(regular), hostile
 
 
-def run(bin_, path, timeout):
+def argv(bin_, command, backend, path):
+    """The command line of one case: `inspect`, or a model-running command on BACKEND."""
+    if command == "inspect":
+        return [bin_, "inspect", "--json", path]
+    if command == "run":
+        return [bin_, "run", "--backend", backend, "--model", path, "--runs", "1", "--json"]
+    if command == "bench":
+        return [bin_, "bench", "--backend", backend, "--model", path, "--runs", "2",
+                "--warmup-runs", "1", "--duration", "0", "--sample-ms", "0", "--json"]
+    if command == "accuracy":
+        # A file outside the zoo is graded against a conversion check of itself: the source
+        # run on tract is the reference, the same file on BACKEND the converted side.
+        return [bin_, "accuracy", "--model", path, "--against", path,
+                "--against-backend", backend, "--sets", "1"]
+    raise SystemExit(f"unknown --command {command}")
+
+
+def run(bin_, path, timeout, command="inspect", backend="cpu"):
     try:
-        r = subprocess.run([bin_, "inspect", "--json", path], capture_output=True, timeout=timeout)
+        r = subprocess.run(argv(bin_, command, backend, path), capture_output=True,
+                           timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return "hang", ""
     err = r.stderr.decode("utf-8", "replace").strip()
-    if r.returncode == 0:
+    # bench's exit 1 is a finished run judged INVALID (two samples are too few), accuracy's
+    # a finished grade that failed: both are results.
+    if r.returncode == 0 or (r.returncode == 1 and command in ("bench", "accuracy")
+                             and "panicked" not in err):
         return "ok", err
     if r.returncode == 2 and "panicked" not in err:
         return "clean error", err
@@ -338,6 +364,10 @@ def main():
     ap.add_argument("--seeds-from", nargs="*", default=[])
     ap.add_argument("--timeout", type=float, default=10.0)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--command", default="inspect",
+                    help="inspect (default), run, bench or accuracy: what each case goes through")
+    ap.add_argument("--backend", default="cpu",
+                    help="the backend of run, bench and accuracy (cpu, ort:cpu, ...)")
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="acceval-hostile-")
     os.makedirs(out, exist_ok=True)
@@ -345,7 +375,7 @@ def main():
     print("named cases:")
     cases = named_cases(out)
     for name, path, want in cases:
-        kind, err = run(a.bin, path, a.timeout)
+        kind, err = run(a.bin, path, a.timeout, a.command, a.backend)
         print(f"  {name:28} {kind:12} (want: {want}) {summary(err)[:160]}")
         if kind in ("panic", "hang") or kind.startswith("other"):
             bad.append((name, path, kind, err))
@@ -379,7 +409,7 @@ def main():
             if (side.endswith((".data", ".bin")) and os.path.isfile(s) and not os.path.islink(s)
                     and not os.path.exists(os.path.join(mdir, side))):
                 shutil.copy(s, os.path.join(mdir, side))
-        kind, err = run(a.bin, path, a.timeout)
+        kind, err = run(a.bin, path, a.timeout, a.command, a.backend)
         key = kind if kind in ("ok", "clean error", "panic", "hang") else "other"
         tally.setdefault(mut.__name__, {}).setdefault(key, 0)
         tally[mut.__name__][key] += 1

@@ -78,16 +78,80 @@ fn conv_with_stride_zero_is_a_clean_error() {
             vec![attr("strides", Attr::Ints(vec![0, 0]))],
         ))
         .output_unshaped("y", F);
-    run_model(g, &[], "malformed");
+    // Refused by the admission check (tract divided by zero before).
+    let e = run_model(
+        g,
+        &[],
+        "stride 0 on spatial axis 0 (strides must be positive)",
+    );
+    assert!(e.contains("the model is malformed"), "{e}");
 }
 
+/// Defects of a graph's wiring that ONNX's checker refuses and that tract met as a panic
+/// (an index out of range, a missing key) or, for a name written twice, ran with whichever
+/// writer it kept: each is refused before any engine loads the model, naming the node.
 #[test]
-fn a_graph_output_no_node_produces_is_a_clean_error() {
-    let g = GraphBuilder::new("g")
-        .input("x", F, &[1, 4])
-        .node(node("Relu", &["x"], &["r"], vec![]))
-        .output("nowhere", F, &[1, 4]);
-    run_model(g, &[], "");
+fn a_graph_miswired_is_refused_before_the_engine_naming_the_node() {
+    let relu = |i: &str, o: &str| node("Relu", &[i], &[o], vec![]);
+    let w = || tensor_f32("w", &[1, 1, 3, 3], 1);
+    let cases: [(&str, GraphBuilder, &str); 4] = [
+        (
+            "an output nothing produces",
+            GraphBuilder::new("g")
+                .input("x", F, &[1, 4])
+                .node(relu("x", "r"))
+                .output("nowhere", F, &[1, 4]),
+            "output 'nowhere' is produced by no node, input or initializer",
+        ),
+        (
+            "an input nothing produces",
+            GraphBuilder::new("g")
+                .input("x", F, &[1, 4])
+                .node(relu("missing", "y"))
+                .output_unshaped("y", F),
+            "node 'Relu_y' (Relu) reads 'missing', which no node",
+        ),
+        (
+            "a required input left empty",
+            GraphBuilder::new("g")
+                .input("x", F, &[1, 1, 8, 8])
+                .init(w())
+                .node(node("Conv", &["x", ""], &["y"], vec![]))
+                .output_unshaped("y", F),
+            "(Conv) leaves its input 1 empty, which Conv requires",
+        ),
+        (
+            "a name written twice",
+            GraphBuilder::new("g")
+                .input("x", F, &[1, 4])
+                .node(relu("x", "y"))
+                .node(node("Sigmoid", &["x"], &["y"], vec![]))
+                .output_unshaped("y", F),
+            "(Sigmoid) writes 'y', which a graph input, an initializer or another node already defines",
+        ),
+    ];
+    let mut backends = vec!["cpu"];
+    if ort_available() {
+        backends.push("ort:cpu");
+    }
+    for (what, g, want) in cases {
+        let m = write(g, 17);
+        for b in &backends {
+            let e = clean(
+                &[
+                    "run",
+                    "--backend",
+                    b,
+                    "--model",
+                    m.path.to_str().unwrap(),
+                    "--runs",
+                    "1",
+                ],
+                want,
+            );
+            assert!(e.contains("the model is malformed"), "{what} on {b}: {e}");
+        }
+    }
 }
 
 #[test]

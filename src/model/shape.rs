@@ -184,6 +184,9 @@ pub enum ShapeError {
     /// A dimension or element count does not fit 64 bits.
     #[error("{0}")]
     TooLarge(String),
+    /// An attribute outside what the operator defines (a stride of 0), whatever the shapes.
+    #[error("{0}")]
+    Malformed(String),
 }
 
 pub type R<T> = Result<T, ShapeError>;

@@ -46,7 +46,9 @@ pub enum AnalyseError {
         declared: String,
     },
     /// The given input shapes lead to a contradiction inside the graph.
-    #[error("the input shapes contradict the model: {0}; check the given input shapes")]
+    #[error(
+        "the input shapes contradict the model: {0}; check the input shapes (--shape, --input), or the model if they are its declared ones"
+    )]
     Contradiction(String),
     /// An input declared with more elements than a 64-bit count holds.
     #[error(
@@ -59,6 +61,12 @@ pub enum AnalyseError {
     },
     #[error("{0}")]
     TooLarge(String),
+    /// A structural defect no engine can run (found when a run's shapes are given): a node
+    /// input nothing produces, a required input left empty, a graph output nothing produces.
+    #[error(
+        "the model is malformed: {0}; fix the model (`onnx.checker.check_model` names the same defect)"
+    )]
+    Malformed(String),
 }
 
 /// The main graph's inputs, resolved.
@@ -222,18 +230,28 @@ fn new_walker<'m>(file: &'m OnnxFile, strict: bool, budget: &'m Cell<u64>) -> Wa
 }
 
 /// Graph outputs as reported (a note for any that no node or input produces).
-fn outputs(g: &GraphProto, scope: &Scope<'_>, notes: &mut Vec<String>) -> Vec<ValueDesc> {
+/// With `strict` (a run's shapes given) such an output is an error: there is nothing to run.
+fn outputs(
+    g: &GraphProto,
+    scope: &Scope<'_>,
+    notes: &mut Vec<String>,
+    strict: bool,
+) -> Result<Vec<ValueDesc>, AnalyseError> {
     g.output
         .iter()
         .map(|o| {
             let f = scope.get(&o.name);
             if f.is_none() {
-                notes.push(format!(
-                    "output '{}' is produced by no node, input or initializer of the graph; its declared shape is reported",
+                let what = format!(
+                    "output '{}' is produced by no node, input or initializer of the graph",
                     o.name
-                ));
+                );
+                if strict {
+                    return Err(AnalyseError::Malformed(what));
+                }
+                notes.push(format!("{what}; its declared shape is reported"));
             }
-            inputs::describe(o, f.and_then(|f| f.shape.clone()))
+            Ok(inputs::describe(o, f.and_then(|f| f.shape.clone())))
         })
         .collect()
 }
@@ -273,7 +291,7 @@ pub fn analyse(path: &Path, overrides: &[InputShape]) -> Result<Analysis, Analys
     }
     let mut per_op = std::mem::take(&mut walker.per_node);
     per_op.sort_by(|a, b| b.macs.cmp(&a.macs).then(b.other_ops.cmp(&a.other_ops)));
-    let outputs = outputs(g, &scope, &mut notes);
+    let outputs = outputs(g, &scope, &mut notes, walker.strict)?;
     let inputs_desc = (inputs.list.iter().zip(inputs.resolved))
         .map(|(i, r)| inputs::describe(i, r))
         .collect();

@@ -117,8 +117,21 @@ impl<'m> Walker<'m> {
             }
         }
         let mut totals = Totals::default();
+        // Every name a node of `g` produces, for telling a dangling input from one produced
+        // further on (the engines sort a graph that is not in topological order).
+        let produced: HashSet<&str> = if self.strict {
+            g.node
+                .iter()
+                .flat_map(|n| n.output.iter().map(String::as_str))
+                .collect()
+        } else {
+            HashSet::new()
+        };
         for (i, node) in g.node.iter().enumerate() {
             let label = node.label(i);
+            if self.strict {
+                self.check_wiring(node, &label, scope, &produced)?;
+            }
             let (outs, cost) = self.node(node, &label, scope, path, multiplier)?;
             totals.add(cost, &format!("graph '{path}'"))?;
             for (name, f) in node.output.iter().zip(outs) {
@@ -163,6 +176,48 @@ impl<'m> Walker<'m> {
             "shape inference stopped at node '{label}' ({}): {msg}; nodes depending on it are unresolved",
             node.op_type
         ));
+        Ok(())
+    }
+
+    /// A node's inputs and outputs as ONNX requires them: each named input produced by
+    /// something (a graph input, an initializer, a node of this graph or an enclosing one), no
+    /// position its operator requires left empty, and no output name defined before. Engines
+    /// meet these as a panic, an index out of range, or (tract, a name written twice) a run
+    /// whose result depends on which writer it kept.
+    fn check_wiring(
+        &self,
+        node: &NodeProto,
+        label: &str,
+        scope: &Scope<'_>,
+        produced: &HashSet<&str>,
+    ) -> Result<(), AnalyseError> {
+        let op = &node.op_type;
+        if let Some(name) = node
+            .input
+            .iter()
+            .find(|n| !n.is_empty() && scope.get(n).is_none() && !produced.contains(n.as_str()))
+        {
+            return Err(AnalyseError::Malformed(format!(
+                "node '{label}' ({op}) reads '{name}', which no node, graph input or initializer produces"
+            )));
+        }
+        // ONNX graphs are in single static assignment form: a name is assigned once.
+        for (j, out) in node.output.iter().enumerate() {
+            if !out.is_empty() && (scope.vars.contains_key(out) || node.output[..j].contains(out)) {
+                return Err(AnalyseError::Malformed(format!(
+                    "node '{label}' ({op}) writes '{out}', which a graph input, an initializer or another node already defines (each name is assigned once)"
+                )));
+            }
+        }
+        if ops::is_onnx_domain(&node.domain)
+            && let Some(k) = ops::required_inputs(op)
+                .iter()
+                .find(|&&k| node.input.get(k).is_some_and(|n| n.is_empty()))
+        {
+            return Err(AnalyseError::Malformed(format!(
+                "node '{label}' ({op}) leaves its input {k} empty, which {op} requires"
+            )));
+        }
         Ok(())
     }
 
@@ -236,7 +291,10 @@ impl<'m> Walker<'m> {
         let mut outs = match (rule.shape)(&nin) {
             Ok(o) => o,
             Err(ShapeError::TooLarge(m)) => return Err(AnalyseError::TooLarge(m)),
-            Err(ShapeError::Contradiction(m)) => {
+            Err(ShapeError::Malformed(m)) if self.strict => {
+                return Err(AnalyseError::Malformed(m));
+            }
+            Err(ShapeError::Contradiction(m) | ShapeError::Malformed(m)) => {
                 self.contradiction(node, label, m)?;
                 vec![Fact::unknown(); n_out]
             }

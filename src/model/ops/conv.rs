@@ -113,14 +113,22 @@ impl Window {
             auto_pad: n.node.attr_s("auto_pad").unwrap_or_else(|| "NOTSET".into()),
         }
     }
-    fn stride(&self, i: usize) -> i64 {
-        self.strides.get(i).copied().unwrap_or(1).max(1)
+    /// The stride of spatial axis `i`; ONNX requires it positive (a stride of 0 would divide
+    /// by zero in the engine, a negative one walks backwards out of the input).
+    fn stride(&self, n: &NodeIn, i: usize) -> R<i64> {
+        let st = self.strides.get(i).copied().unwrap_or(1);
+        if st < 1 {
+            return n.malformed(format_args!(
+                "stride {st} on spatial axis {i} (strides must be positive)"
+            ));
+        }
+        Ok(st)
     }
     /// Kernel extent after dilation.
     fn extent(&self, n: &NodeIn, k: i64, i: usize) -> R<i64> {
         let d = self.dilations.get(i).copied().unwrap_or(1);
         if k < 1 || d < 1 {
-            return n.contra(format_args!(
+            return n.malformed(format_args!(
                 "kernel size {k} with dilation {d} on spatial axis {i}"
             ));
         }
@@ -161,7 +169,7 @@ pub(super) fn window_shape(n: &NodeIn, x: &Shape, k: &[i64], channels: Option<Di
 /// (`pads` hold the begin values of every axis, then the end values.)
 fn window_dim(n: &NodeIn, win: &Window, inp: i64, k: i64, i: usize, x: &Shape) -> R<i64> {
     let ek = win.extent(n, k, i)?;
-    let st = win.stride(i);
+    let st = win.stride(n, i)?;
     let o = match win.auto_pad.as_str() {
         "SAME_UPPER" | "SAME_LOWER" => n.add(inp, st - 1)? / st,
         "VALID" if inp < ek => {
@@ -254,7 +262,7 @@ fn conv_transpose_shape(n: &NodeIn, x: &Shape, w: &Shape) -> R<Shape> {
             out.push(n.sym(i + 2));
             continue;
         };
-        let st = win.strides.get(i).copied().unwrap_or(1);
+        let st = win.stride(n, i)?;
         let d = match win.auto_pad.as_str() {
             "SAME_UPPER" | "SAME_LOWER" => n.mul(inp, st)?,
             _ => {

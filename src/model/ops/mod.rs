@@ -65,6 +65,8 @@ mod pool;
 mod quant;
 mod recurrent;
 mod reduce;
+mod required;
+pub use required::required_inputs;
 mod resize;
 mod slicing;
 
@@ -231,6 +233,14 @@ impl NodeIn<'_> {
     /// A contradiction naming this node.
     pub fn contra<T>(&self, what: impl std::fmt::Display) -> R<T> {
         Err(ShapeError::Contradiction(format!(
+            "node '{}' ({}): {what}",
+            self.label,
+            self.op()
+        )))
+    }
+    /// A defect of this node itself (an attribute out of the operator's range), naming it.
+    pub fn malformed<T>(&self, what: impl std::fmt::Display) -> R<T> {
+        Err(ShapeError::Malformed(format!(
             "node '{}' ({}): {what}",
             self.label,
             self.op()

@@ -53,6 +53,7 @@ fn rnn(n: &NodeIn) -> R<Vec<Fact>> {
     let bidirectional = n.node.attr_s("direction").as_deref() == Some("bidirectional");
     let dirs = Dim::Known(if bidirectional { 2 } else { 1 });
     let (seq, batch) = (seq.clone(), batch.clone());
+    check_weights(n, &dirs, &batch, &h, layout)?;
     let (y, yh) = if layout == 0 {
         (
             vec![seq, dirs.clone(), batch.clone(), h.clone()],
@@ -69,4 +70,56 @@ fn rnn(n: &NodeIn) -> R<Vec<Fact>> {
         outs.push(Fact::new(dt, yh.clone()));
     }
     Ok(outs)
+}
+
+/// The weights, bias, sequence lengths and initial states against the layer's directions,
+/// batch and hidden size, as ONNX defines them (W [dirs, g·H, I], R [dirs, g·H, H],
+/// B [dirs, 2·g·H], sequence_lens [batch], initial_h and initial_c [dirs, batch, H] (layout
+/// 1: [batch, dirs, H]), P [dirs, 3H]). Engines index these by the layer's sizes: a state of
+/// another shape was an assertion failure inside tract.
+fn check_weights(n: &NodeIn, dirs: &Dim, batch: &Dim, h: &Dim, layout: i64) -> R<()> {
+    let (g, _, _) = gates(n.op());
+    let times = |k: i64| match h {
+        Dim::Known(h) => Dim::Known(h.saturating_mul(k)),
+        _ => n.sym(0),
+    };
+    let state = if layout == 0 {
+        vec![dirs.clone(), batch.clone(), h.clone()]
+    } else {
+        vec![batch.clone(), dirs.clone(), h.clone()]
+    };
+    let gh = times(g as i64);
+    let expected: [(usize, &str, Vec<Dim>); 7] = [
+        (1, "W", vec![dirs.clone(), gh.clone(), n.sym(0)]),
+        (2, "R", vec![dirs.clone(), gh, h.clone()]),
+        (3, "B", vec![dirs.clone(), times(2 * g as i64)]),
+        (4, "sequence_lens", vec![batch.clone()]),
+        (5, "initial_h", state.clone()),
+        (6, "initial_c", state),
+        (7, "P", vec![dirs.clone(), times(3)]),
+    ];
+    for (k, name, want) in expected {
+        if k >= 6 && n.op() != "LSTM" {
+            continue;
+        }
+        let Some(got) = n.shape(k).filter(|_| n.has(k)) else {
+            continue;
+        };
+        let agrees = got.len() == want.len()
+            && got
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| match (a.known(), b.known()) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                });
+        if !agrees {
+            return n.contra(format_args!(
+                "input {k} ({name}) is {} where the layer needs {}",
+                shape_str(got),
+                shape_str(&want)
+            ));
+        }
+    }
+    Ok(())
 }
