@@ -779,3 +779,72 @@ fn ctrl_c_in_the_pipelined_run_keeps_what_was_written() {
         .sum();
     assert_eq!(per, done, "{p}");
 }
+
+/// Model instances that would not fit in host memory are refused once the second has opened
+/// (its resident-set growth measured), before the rest are opened: 64 instances of a session
+/// holding 1 GB would otherwise bring the machine to its out-of-memory killer and lose the
+/// run. And `--instances` past 64 is refused by the command line.
+#[test]
+fn instances_that_would_not_fit_in_memory_are_refused_before_they_open() {
+    let (code, _, err) = acceval(&[
+        "bench",
+        "--model",
+        "mobilenetv2-meter",
+        "--backend",
+        "mock",
+        "--pipelined",
+        "1",
+        "--instances",
+        "65",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("at most 64"), "{err}");
+    let available_gb = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            let l = t.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            l.split_whitespace().nth(1)?.parse::<f64>().ok()
+        })
+        .map(|kib| kib * 1024.0 / 1e9)
+        .unwrap_or(0.0);
+    if available_gb * 0.8 > 62.0 {
+        skip(
+            "ACCEVAL_REQUIRE_SMALL_MEMORY",
+            &format!("{available_gb:.0} GB available: 64 instances of 1 GB would fit"),
+        );
+        return;
+    }
+    let t = Instant::now();
+    let (code, _, err) = acceval(&[
+        "bench",
+        "--model",
+        "mobilenetv2-meter",
+        "--backend",
+        "mock",
+        "--ep-option",
+        "hold_mb=1000",
+        "--runs",
+        "8",
+        "--duration",
+        "0",
+        "--warmup-runs",
+        "1",
+        "--sample-ms",
+        "0",
+        "--pipelined",
+        "1",
+        "--instances",
+        "64",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "64 model instances would not fit in host memory: opening and warming instance 2 took"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("give --instances"), "{err}");
+    assert!(err.contains("0 of 8 outputs were written"), "{err}");
+    // Two sessions of 1 GB were opened, not 64.
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+}

@@ -2,7 +2,9 @@
 //! for certification. It reads the model's inputs and outputs, and each run waits a fixed
 //! time (`--ep-option forward_ms=2.5`, spinning on the monotonic clock rather than sleeping,
 //! so the delay is exact to microseconds) and returns zero-filled outputs of the declared
-//! shapes. With `forward_ms=0` it measures the harness's own cost.
+//! shapes. With `forward_ms=0` it measures the harness's own cost. `hold_mb=N` makes each
+//! session hold N MB (10^6 bytes) of written host memory, as a model's weights would (for
+//! testing the pipelined run's instance-memory check).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,6 +28,8 @@ struct MockSession {
     timings: LoadTimings,
     delay: Duration,
     outputs: Vec<HostTensor>,
+    /// `hold_mb`'s memory, written so that it is resident; only held.
+    _held: Vec<u8>,
 }
 
 fn zeros(elem_type: &str, shape: &[usize]) -> Option<TensorData> {
@@ -80,6 +84,7 @@ impl Backend for MockBackend {
             reason,
         };
         let mut delay_ms = 0.0f64;
+        let mut hold_mb = 0u64;
         for (k, v) in &opts.ep_options {
             match k.as_str() {
                 "forward_ms" => {
@@ -91,9 +96,20 @@ impl Backend for MockBackend {
                             err(format!("forward_ms={v}: give milliseconds >= 0, e.g. 2.5"))
                         })?
                 }
+                "hold_mb" => {
+                    hold_mb = v
+                        .parse()
+                        .ok()
+                        .filter(|m: &u64| *m <= 1 << 20)
+                        .ok_or_else(|| {
+                            err(format!(
+                                "hold_mb={v}: give whole megabytes, at most 1048576"
+                            ))
+                        })?
+                }
                 other => {
                     return Err(err(format!(
-                        "unknown option '{other}'; the mock backend takes forward_ms=MS"
+                        "unknown option '{other}'; the mock backend takes forward_ms=MS and hold_mb=MB"
                     )));
                 }
             }
@@ -131,8 +147,14 @@ impl Backend for MockBackend {
                 data,
             });
         }
+        let held_bytes = hold_mb as usize * 1_000_000;
+        crate::util::limits::tensor_bytes("the mock's hold_mb", &[held_bytes], 1)
+            .map_err(|e| err(e.to_string()))?;
         let mut options = BTreeMap::new();
         options.insert("forward_ms".into(), format!("{delay_ms}"));
+        if hold_mb > 0 {
+            options.insert("hold_mb".into(), format!("{hold_mb}"));
+        }
         Ok(Box::new(MockSession {
             info: SessionInfo {
                 backend: spec.to_string(),
@@ -150,6 +172,7 @@ impl Backend for MockBackend {
             },
             delay: Duration::from_secs_f64(delay_ms / 1e3),
             outputs,
+            _held: vec![1u8; held_bytes],
         }))
     }
 }

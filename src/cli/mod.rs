@@ -267,12 +267,12 @@ pub struct BenchArgs {
     /// After the one-at-a-time run, the module's throughput pipelined: K threads decode and
     /// pre-process the next inputs (a bounded queue) while one runs the model and
     /// post-processes; FPS = N / T, T from the first input taken to the last output written.
-    #[arg(long, value_name = "K", value_parser = parse::positive_count)]
+    #[arg(long, value_name = "K", value_parser = parse::pipeline_workers)]
     pub pipelined: Option<usize>,
     /// With --pipelined: M model instances take the prepared inputs, each its own session
     /// with --threads intra-op threads (Triton's `instance_group` count), so M forwards may
     /// run at once. The warm session of the one-at-a-time run is the first.
-    #[arg(long, value_name = "M", value_parser = parse::positive_count, requires = "pipelined")]
+    #[arg(long, value_name = "M", value_parser = parse::instances, requires = "pipelined")]
     pub instances: Option<usize>,
     #[command(flatten)]
     pub telemetry: TelemetryArgs,

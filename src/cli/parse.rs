@@ -102,6 +102,36 @@ pub fn positive_count(s: &str) -> Result<usize, String> {
     Ok(v)
 }
 
+/// The most decode/pre-process threads of a pipelined run (`--pipelined`, the profile's
+/// `pipeline_workers`): each is an OS thread with a queue slot or two.
+pub const MAX_PIPELINE_WORKERS: usize = 256;
+
+/// The most model instances of a pipelined run (`--instances`, the profile's
+/// `pipeline_instances`): each is a whole session, weights included.
+pub const MAX_INSTANCES: usize = 64;
+
+/// `--pipelined K`: 1 to [`MAX_PIPELINE_WORKERS`].
+pub fn pipeline_workers(s: &str) -> Result<usize, String> {
+    bounded_count(s, MAX_PIPELINE_WORKERS, "decode/pre-process threads")
+}
+
+/// `--instances M`: 1 to [`MAX_INSTANCES`].
+pub fn instances(s: &str) -> Result<usize, String> {
+    bounded_count(
+        s,
+        MAX_INSTANCES,
+        "model instances (each holds the whole model)",
+    )
+}
+
+fn bounded_count(s: &str, max: usize, what: &str) -> Result<usize, String> {
+    let v = positive_count(s)?;
+    if v > max {
+        return Err(format!("{v} {what}: at most {max}"));
+    }
+    Ok(v)
+}
+
 /// Megabytes (10^6 bytes), above 0 and at most 1 TB.
 pub fn megabytes(s: &str) -> Result<f64, String> {
     let v = number(s)?;

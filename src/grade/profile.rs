@@ -321,11 +321,12 @@ impl Profile {
         }
         if let Some(k) = self.speed.pipeline_workers {
             c.count("speed", "pipeline_workers", k as u64, 1)?;
-            if k > 256 {
+            let max = crate::cli::parse::MAX_PIPELINE_WORKERS;
+            if k > max {
                 return Err(c.err(
                     "speed",
                     "pipeline_workers",
-                    format!("{k} must lie in [1, 256]"),
+                    format!("{k} must lie in [1, {max}]"),
                 ));
             }
             if self.speed.mode != crate::report::schema::bench::BenchMode::Pipeline {
@@ -338,11 +339,12 @@ impl Profile {
         }
         if let Some(m) = self.speed.pipeline_instances {
             c.count("speed", "pipeline_instances", m as u64, 1)?;
-            if m > 64 {
+            let max = crate::cli::parse::MAX_INSTANCES;
+            if m > max {
                 return Err(c.err(
                     "speed",
                     "pipeline_instances",
-                    format!("{m} must lie in [1, 64]"),
+                    format!("{m} must lie in [1, {max}]"),
                 ));
             }
             if self.speed.pipeline_workers.is_none() {
@@ -625,16 +627,6 @@ mod tests {
             Profile::parse(&piped, &f).unwrap().speed.pipeline_workers,
             Some(2)
         );
-        let bad = piped.replacen("mode = \"pipeline\"", "mode = \"model-only\"", 1);
-        let e = Profile::parse(&bad, &f).expect_err("model-only with pipeline_workers");
-        assert_eq!(e.key, "speed.pipeline_workers", "{e}");
-        let e = Profile::parse(
-            &piped.replacen("pipeline_workers = 2", "pipeline_workers = 0", 1),
-            &f,
-        )
-        .expect_err("0 workers");
-        assert_eq!(e.key, "speed.pipeline_workers", "{e}");
-        // [speed] pipeline_instances: the model instances, only beside pipeline_workers.
         let inst = piped.replacen(
             "pipeline_workers = 2",
             "pipeline_workers = 2\npipeline_instances = 2",
@@ -644,16 +636,38 @@ mod tests {
             Profile::parse(&inst, &f).unwrap().speed.pipeline_instances,
             Some(2)
         );
-        let alone = inst.replacen("pipeline_workers = 2\n", "", 1);
-        let e = Profile::parse(&alone, &f).expect_err("instances without workers");
-        assert_eq!(e.key, "speed.pipeline_instances", "{e}");
-        assert!(e.to_string().contains("needs pipeline_workers"), "{e}");
-        let e = Profile::parse(
-            &inst.replacen("pipeline_instances = 2", "pipeline_instances = 0", 1),
-            &f,
-        )
-        .expect_err("0 instances");
-        assert_eq!(e.key, "speed.pipeline_instances", "{e}");
+        // (what is refused, the profile, the key the error names, a phrase it holds)
+        let refused = [
+            (
+                "model-only with pipeline_workers",
+                piped.replacen("mode = \"pipeline\"", "mode = \"model-only\"", 1),
+                "speed.pipeline_workers",
+                "",
+            ),
+            (
+                "0 workers",
+                piped.replacen("pipeline_workers = 2", "pipeline_workers = 0", 1),
+                "speed.pipeline_workers",
+                "",
+            ),
+            (
+                "instances without workers",
+                inst.replacen("pipeline_workers = 2\n", "", 1),
+                "speed.pipeline_instances",
+                "needs pipeline_workers",
+            ),
+            (
+                "0 instances",
+                inst.replacen("pipeline_instances = 2", "pipeline_instances = 0", 1),
+                "speed.pipeline_instances",
+                "",
+            ),
+        ];
+        for (what, text, key, phrase) in refused {
+            let e = Profile::parse(&text, &f).expect_err(what);
+            assert_eq!(e.key, key, "{what}: {e}");
+            assert!(e.to_string().contains(phrase), "{what}: {e}");
+        }
     }
 
     /// Every field with a closed set of values is its enum: serde refuses anything else with

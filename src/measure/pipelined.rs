@@ -117,6 +117,29 @@ fn open_warm(plan: &Plan, k: usize) -> Result<Box<dyn Session>, String> {
     Ok(s)
 }
 
+/// The share of the available host memory the instances beyond the second may take: the rest
+/// is left to their activations, the queue and the rest of the machine.
+const INSTANCE_MEMORY_SHARE: f64 = 0.8;
+
+/// Whether `more` instances like one that took `grew` bytes of host memory (the process's
+/// resident set across its open and warm-up) fit in `available` bytes; if not, why, and how
+/// many would.
+fn instances_fit(grew: u64, more: usize, available: u64, instances: usize) -> Result<(), String> {
+    let need = grew.saturating_mul(more as u64);
+    let budget = (available as f64 * INSTANCE_MEMORY_SHARE) as u64;
+    if need <= budget {
+        return Ok(());
+    }
+    let fit = 2 + (budget / grew.max(1)) as usize;
+    Err(format!(
+        "{instances} model instances would not fit in host memory: opening and warming instance 2 took {:.1} MB (the process's resident set), so the {more} more would need {:.1} MB, above {:.0} % of the {:.1} MB available; give --instances {fit} or fewer",
+        grew as f64 / 1e6,
+        need as f64 / 1e6,
+        INSTANCE_MEMORY_SHARE * 100.0,
+        available as f64 / 1e6,
+    ))
+}
+
 /// Runs `plan` with `session` (warm, from the one-at-a-time run) as the first instance.
 /// The other instances are opened and warmed on their own threads before T starts; T runs
 /// from the first input taken to the last output written. A failure anywhere stops every
@@ -136,15 +159,49 @@ pub fn run(session: &mut dyn Session, plan: &Plan) -> Pipelined {
     // Every instance thread and this one meet here once the instances are warm (or one
     // failed), so T starts with all of them ready.
     let ready = Barrier::new(instances);
+    // Instance 2 opens alone, its host memory measured; instances 3.. open only once it is
+    // known that they fit (each holds the whole model: 64 copies of a large one would bring
+    // the machine to its out-of-memory killer, losing the whole run).
+    let second_opened = Barrier::new(instances.saturating_sub(1).max(1));
+    let resident_before = crate::util::limits::resident_bytes();
     let mut t0 = Instant::now();
     let mut per_instance = vec![(0usize, 0.0f64); instances];
     std::thread::scope(|sc| {
-        let (shared, ready) = (&shared, &ready);
+        let (shared, ready, second_opened) = (&shared, &ready, &second_opened);
         let others: Vec<_> = (1..instances)
             .map(|k| {
                 sc.spawn(move || {
-                    let opened = open_warm(plan, k + 1);
-                    if let Err(e) = &opened {
+                    let opened = if k == 1 {
+                        let opened = open_warm(plan, 2);
+                        if opened.is_ok()
+                            && instances > 2
+                            && let Some(before) = resident_before
+                            && let (Some(after), Some(available)) = (
+                                crate::util::limits::resident_bytes(),
+                                crate::util::limits::available_bytes(),
+                            )
+                            && let Err(e) = instances_fit(
+                                after.saturating_sub(before),
+                                instances - 2,
+                                available,
+                                instances,
+                            )
+                        {
+                            shared.fail(e);
+                        }
+                        second_opened.wait();
+                        opened
+                    } else {
+                        second_opened.wait();
+                        if shared.quit.load(Ordering::Relaxed) {
+                            Err(String::new())
+                        } else {
+                            open_warm(plan, k + 1)
+                        }
+                    };
+                    if let Err(e) = &opened
+                        && !e.is_empty()
+                    {
                         shared.fail(e.clone());
                     }
                     ready.wait();

@@ -26,6 +26,14 @@ pub fn available_bytes() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// This process's resident set (`VmRSS` of /proc/self/status), bytes.
+pub fn resident_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 /// Bytes of `dims` elements of `elem_bytes` each, or why it is too large.
 pub fn tensor_bytes(what: &str, dims: &[usize], elem_bytes: usize) -> Result<u64, Error> {
     let mut n: u64 = 1;
