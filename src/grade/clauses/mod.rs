@@ -75,13 +75,20 @@ pub fn overall(p: &Profile, stages: &[Stage], clauses: &[Clause]) -> Verdict {
 /// workers or model instances than the profile's is not the figure it asks for: none.
 pub fn judged_fps(p: &Profile, s: &BenchReport) -> Option<f64> {
     match p.speed.pipeline_workers {
-        Some(k) => s
+        Some(_) => s
             .pipelined
             .as_ref()
-            .filter(|x| x.workers == k && x.instances == p.speed.pipeline_instances.unwrap_or(1))
+            .filter(|x| pipeline_is_the_profiles(p, x))
             .and_then(|x| x.fps.value),
         None => s.fps.value,
     }
+}
+
+/// Whether a pipelined run had the decode/pre-process threads and model instances `p` asks
+/// for: a run with others is not judged.
+pub fn pipeline_is_the_profiles(p: &Profile, x: &crate::report::schema::bench::Pipelined) -> bool {
+    Some(x.workers) == p.speed.pipeline_workers
+        && x.instances == p.speed.pipeline_instances.unwrap_or(1)
 }
 
 /// The stages a grade of `p` runs: devices, model, accuracy, speed, and one per optional

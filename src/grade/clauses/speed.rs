@@ -114,9 +114,7 @@ fn fps_measured(p: &Profile, s: &BenchReport, fps: Option<f64>) -> String {
             opt(fps, ""),
             opt(s.throughput.value, "")
         ),
-        (Some(k), Some(x))
-            if x.workers != k || x.instances != p.speed.pipeline_instances.unwrap_or(1) =>
-        {
+        (Some(_), Some(x)) if !super::pipeline_is_the_profiles(p, x) => {
             format!(
                 "n/a: the pipelined run had {} decode/pre-process thread(s) and {} model instance(s), not the profile's; one at a time {} 1/s",
                 x.workers,
