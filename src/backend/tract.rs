@@ -520,11 +520,26 @@ fn parse_and_type(
     pinned: &[Option<Vec<usize>>],
     ignore_value_info: bool,
 ) -> Result<TypedModel, String> {
-    let mut m = tract_onnx::onnx()
+    use tract_onnx::prelude::Framework;
+    let onnx = tract_onnx::onnx()
         .with_ignore_value_info(ignore_value_info)
-        .with_ignore_output_shapes(true)
-        .model_for_path(model)
+        .with_ignore_output_shapes(true);
+    // As tract's `model_for_path`, with trailing omitted inputs dropped first.
+    let mut proto = onnx
+        .proto_model_for_path(model)
         .map_err(|e| format!("{e:#}"))?;
+    if let Some(g) = proto.graph.as_mut() {
+        drop_trailing_empty_inputs(g);
+    }
+    let dir = model.parent().and_then(|d| d.to_str());
+    let parsed = onnx.parse(&proto, dir).map_err(|e| format!("{e:#}"))?;
+    if !parsed.unresolved_inputs.is_empty() {
+        return Err(format!(
+            "Could not resolve inputs at top-level: {:?}",
+            parsed.unresolved_inputs
+        ));
+    }
+    let mut m = parsed.model;
     for (ix, (input, shape)) in io.inputs.iter().zip(pinned).enumerate() {
         let (Some(shape), Some(dt)) = (shape, input.elem_type.and_then(datum)) else {
             continue;
@@ -535,6 +550,26 @@ fn parse_and_type(
     m.into_typed()
         .and_then(|t| t.into_decluttered())
         .map_err(|e| format!("{e:#}"))
+}
+
+/// Drops the empty names at the end of each node's inputs, in `g` and the graphs its nodes
+/// hold. ONNX gives an optional input as an empty name or not at all, the same input either
+/// way; tract indexes the list by its length, so a Conv written `[X, W, ""]` (an omitted
+/// bias, as exporters write it) panicked inside tract with an index out of range.
+fn drop_trailing_empty_inputs(g: &mut tract_onnx::pb::GraphProto) {
+    for node in &mut g.node {
+        while node.input.last().is_some_and(|i| i.is_empty()) {
+            node.input.pop();
+        }
+        for a in &mut node.attribute {
+            if let Some(sub) = a.g.as_mut() {
+                drop_trailing_empty_inputs(sub);
+            }
+            for sub in &mut a.graphs {
+                drop_trailing_empty_inputs(sub);
+            }
+        }
+    }
 }
 
 /// Makes every recurrent node of `model` (and of the bodies it holds) start each run from
