@@ -267,11 +267,14 @@ pub struct BenchArgs {
     /// After the one-at-a-time run, the module's throughput pipelined: K threads decode and
     /// pre-process the next inputs (a bounded queue) while one runs the model and
     /// post-processes; FPS = N / T, T from the first input taken to the last output written.
+    /// K is at most 256.
     #[arg(long, value_name = "K", value_parser = parse::pipeline_workers)]
     pub pipelined: Option<usize>,
     /// With --pipelined: M model instances take the prepared inputs, each its own session
     /// with --threads intra-op threads (Triton's `instance_group` count), so M forwards may
-    /// run at once. The warm session of the one-at-a-time run is the first.
+    /// run at once. The warm session of the one-at-a-time run is the first. At most 64; the
+    /// run stops before opening the rest when they would not fit in host memory (instance
+    /// 2's measured growth times M - 2 over 80 % of what is available).
     #[arg(long, value_name = "M", value_parser = parse::instances, requires = "pipelined")]
     pub instances: Option<usize>,
     #[command(flatten)]

@@ -102,24 +102,20 @@ pub fn positive_count(s: &str) -> Result<usize, String> {
     Ok(v)
 }
 
-/// The most decode/pre-process threads of a pipelined run (`--pipelined`, the profile's
-/// `pipeline_workers`): each is an OS thread with a queue slot or two.
-pub const MAX_PIPELINE_WORKERS: usize = 256;
-
-/// The most model instances of a pipelined run (`--instances`, the profile's
-/// `pipeline_instances`): each is a whole session, weights included.
-pub const MAX_INSTANCES: usize = 64;
-
-/// `--pipelined K`: 1 to [`MAX_PIPELINE_WORKERS`].
+/// `--pipelined K`: 1 to [`crate::measure::pipelined::MAX_WORKERS`].
 pub fn pipeline_workers(s: &str) -> Result<usize, String> {
-    bounded_count(s, MAX_PIPELINE_WORKERS, "decode/pre-process threads")
+    bounded_count(
+        s,
+        crate::measure::pipelined::MAX_WORKERS,
+        "decode/pre-process threads",
+    )
 }
 
-/// `--instances M`: 1 to [`MAX_INSTANCES`].
+/// `--instances M`: 1 to [`crate::measure::pipelined::MAX_INSTANCES`].
 pub fn instances(s: &str) -> Result<usize, String> {
     bounded_count(
         s,
-        MAX_INSTANCES,
+        crate::measure::pipelined::MAX_INSTANCES,
         "model instances (each holds the whole model)",
     )
 }

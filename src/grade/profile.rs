@@ -321,7 +321,7 @@ impl Profile {
         }
         if let Some(k) = self.speed.pipeline_workers {
             c.count("speed", "pipeline_workers", k as u64, 1)?;
-            let max = crate::cli::parse::MAX_PIPELINE_WORKERS;
+            let max = crate::measure::pipelined::MAX_WORKERS;
             if k > max {
                 return Err(c.err(
                     "speed",
@@ -339,7 +339,7 @@ impl Profile {
         }
         if let Some(m) = self.speed.pipeline_instances {
             c.count("speed", "pipeline_instances", m as u64, 1)?;
-            let max = crate::cli::parse::MAX_INSTANCES;
+            let max = crate::measure::pipelined::MAX_INSTANCES;
             if m > max {
                 return Err(c.err(
                     "speed",

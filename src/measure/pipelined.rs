@@ -13,6 +13,14 @@ use crate::report::schema::bench::{Figure, Pipelined};
 use crate::task::{Prepared, TaskSpec};
 use crate::util::signal::Cut;
 
+/// The most decode/pre-process threads of a pipelined run (`--pipelined`, the profile's
+/// `pipeline_workers`): each is an OS thread with a queue slot or two.
+pub const MAX_WORKERS: usize = 256;
+
+/// The most model instances of a pipelined run (`--instances`, the profile's
+/// `pipeline_instances`): each is a whole session, weights included.
+pub const MAX_INSTANCES: usize = 64;
+
 /// Opens one more instance of the model under test (its own session, the same options).
 pub type Open<'a> = dyn Fn() -> Result<Box<dyn Session>, String> + Sync + 'a;
 
@@ -140,6 +148,48 @@ fn instances_fit(grew: u64, more: usize, available: u64, instances: usize) -> Re
     ))
 }
 
+/// Opens instance `k` (2..=M) on the calling thread. Instance 2 opens first, alone, and
+/// then says whether the rest fit in host memory (its growth of the resident set since
+/// `resident_before`, times M − 2); the others wait for it and open only if nothing failed.
+/// A failure is recorded in `shared`; `None` when this instance did not open.
+fn open_instance(
+    plan: &Plan,
+    k: usize,
+    shared: &Shared,
+    second_opened: &Barrier,
+    resident_before: Option<u64>,
+) -> Option<Box<dyn Session>> {
+    let instances = plan.instances;
+    let opened = if k == 2 {
+        let opened = open_warm(plan, 2);
+        if opened.is_ok()
+            && instances > 2
+            && let Some(before) = resident_before
+            && let (Some(after), Some(available)) = (
+                crate::util::limits::resident_bytes(),
+                crate::util::limits::available_bytes(),
+            )
+            && let Err(e) = instances_fit(
+                after.saturating_sub(before),
+                instances - 2,
+                available,
+                instances,
+            )
+        {
+            shared.fail(e);
+        }
+        second_opened.wait();
+        opened
+    } else {
+        second_opened.wait();
+        if shared.quit.load(Ordering::Relaxed) {
+            return None;
+        }
+        open_warm(plan, k)
+    };
+    opened.map_err(|e| shared.fail(e)).ok()
+}
+
 /// Runs `plan` with `session` (warm, from the one-at-a-time run) as the first instance.
 /// The other instances are opened and warmed on their own threads before T starts; T runs
 /// from the first input taken to the last output written. A failure anywhere stops every
@@ -171,43 +221,11 @@ pub fn run(session: &mut dyn Session, plan: &Plan) -> Pipelined {
         let others: Vec<_> = (1..instances)
             .map(|k| {
                 sc.spawn(move || {
-                    let opened = if k == 1 {
-                        let opened = open_warm(plan, 2);
-                        if opened.is_ok()
-                            && instances > 2
-                            && let Some(before) = resident_before
-                            && let (Some(after), Some(available)) = (
-                                crate::util::limits::resident_bytes(),
-                                crate::util::limits::available_bytes(),
-                            )
-                            && let Err(e) = instances_fit(
-                                after.saturating_sub(before),
-                                instances - 2,
-                                available,
-                                instances,
-                            )
-                        {
-                            shared.fail(e);
-                        }
-                        second_opened.wait();
-                        opened
-                    } else {
-                        second_opened.wait();
-                        if shared.quit.load(Ordering::Relaxed) {
-                            Err(String::new())
-                        } else {
-                            open_warm(plan, k + 1)
-                        }
-                    };
-                    if let Err(e) = &opened
-                        && !e.is_empty()
-                    {
-                        shared.fail(e.clone());
-                    }
+                    let opened = open_instance(plan, k + 1, shared, second_opened, resident_before);
                     ready.wait();
                     match opened {
-                        Ok(mut s) => shared.serve(s.as_mut(), plan.spec),
-                        Err(_) => (0, 0.0),
+                        Some(mut s) => shared.serve(s.as_mut(), plan.spec),
+                        None => (0, 0.0),
                     }
                 })
             })
