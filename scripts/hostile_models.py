@@ -16,8 +16,9 @@ Usage: hostile_models.py [--bin target/debug/acceval] [--out DIR] [--cases N] [-
                 files the named cases build)
   --timeout     seconds after which a run counts as a hang (default 10)
   --command     what each file goes through: inspect (default), run (`run --runs 1`), bench
-                (`bench --runs 2`) or accuracy (`accuracy --against` itself: the file on tract
-                is the reference, the same file on --backend the side graded)
+                (`bench --runs 2`), accuracy (`accuracy --against` itself: the file on tract
+                is the reference, the same file on --backend the side graded) or serve (exit 2,
+                or ready, one inference of zeros answered, live, exit 0 on SIGTERM)
   --backend     the backend of run, bench and accuracy (default cpu; ort:cpu, ...)
 
 Needs the `onnx` and `numpy` packages (the CI venv has them). Prints one line per named case
@@ -327,7 +328,80 @@ def argv(bin_, command, backend, path):
     raise SystemExit(f"unknown --command {command}")
 
 
+def serve_case(bin_, path, timeout, backend):
+    """`serve` on the file: it must exit 2 naming the problem, or turn ready, answer one
+    inference (any status) from zeros of its declared inputs, stay live, and exit 0 on
+    SIGTERM. "hang": neither within the timeout."""
+    import json
+    import signal
+    import time
+    import urllib.error
+    import urllib.request
+    p = subprocess.Popen([bin_, "serve", "--backend", backend, "--model", path, "--port", "0"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        url = p.stdout.readline().decode().split("listening on ")[-1].split(" ")[0].strip()
+        name = os.path.splitext(os.path.basename(path))[0]
+        deadline = time.time() + timeout
+        ready = False
+        while time.time() < deadline and p.poll() is None and url.startswith("http"):
+            try:
+                urllib.request.urlopen(f"{url}/v2/health/ready", timeout=2)
+                ready = True
+                break
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.1)
+        if not ready:
+            try:  # it printed no address (it refused the model) or has not turned ready
+                p.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                return "hang", p.stderr.read().decode("utf-8", "replace")
+            return None, (p.returncode, p.stderr.read())
+        meta = json.load(urllib.request.urlopen(f"{url}/v2/models/{name}", timeout=5))
+        inputs = []
+        for i in meta.get("inputs", []):
+            shape = [d if d > 0 else 1 for d in i["shape"]]
+            n = 1
+            for d in shape:
+                n *= d
+            zero = False if i["datatype"] == "BOOL" else 0
+            inputs.append({"name": i["name"], "shape": shape, "datatype": i["datatype"],
+                           "data": [zero] * min(n, 1 << 22)})
+        req = urllib.request.Request(f"{url}/v2/models/{name}/infer",
+                                     data=json.dumps({"inputs": inputs}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(req, timeout=timeout)
+        except urllib.error.HTTPError:
+            pass  # a 4xx/5xx answer is an answer
+        except (urllib.error.URLError, OSError) as e:
+            p.kill()
+            return "other(no answer)", f"{e}\n{p.stderr.read().decode('utf-8', 'replace')}"
+        urllib.request.urlopen(f"{url}/v2/health/live", timeout=5)
+        p.send_signal(signal.SIGTERM)
+        code = p.wait(timeout=timeout)
+        return None, (0 if code == 0 else code, p.stderr.read())
+    except Exception as e:  # noqa: BLE001 - any failure of the server is the finding
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        return f"other({type(e).__name__})", f"{e}\n{p.stderr.read().decode('utf-8', 'replace')}"
+
+
 def run(bin_, path, timeout, command="inspect", backend="cpu"):
+    if command == "serve":
+        kind, res = serve_case(bin_, path, timeout, backend)
+        if kind:
+            return kind, res
+        code, err = res[0], res[1].decode("utf-8", "replace").strip()
+        if code == 0:
+            return "ok", err
+        if code == 2 and "panicked" not in err:
+            return "clean error", err
+        return ("panic" if "panicked" in err or code in (101, 134) or code < 0
+                else f"other({code})"), err
     try:
         r = subprocess.run(argv(bin_, command, backend, path), capture_output=True,
                            timeout=timeout, stdin=subprocess.DEVNULL)
@@ -365,7 +439,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=10.0)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--command", default="inspect",
-                    help="inspect (default), run, bench or accuracy: what each case goes through")
+                    help="inspect (default), run, bench, accuracy or serve: what each case goes through")
     ap.add_argument("--backend", default="cpu",
                     help="the backend of run, bench and accuracy (cpu, ort:cpu, ...)")
     a = ap.parse_args()

@@ -513,3 +513,64 @@ fn a_load_past_its_budget_ends_naming_the_stage() {
         assert!(err.contains("ONNX Runtime's session creation"), "{err}");
     }
 }
+
+/// An optional input omitted by an empty name (`Conv [X, W, ""]`, as exporters write an
+/// absent bias) is the same input as one left out: tract indexed the list by its length and
+/// panicked; now it runs and gives the outputs of the Conv written without it.
+#[test]
+fn an_optional_input_given_as_an_empty_name_runs_as_if_omitted() {
+    let conv = |inputs: &[&str]| {
+        GraphBuilder::new("g")
+            .input("x", F, &[1, 1, 8, 8])
+            .init(tensor_f32("w", &[2, 1, 3, 3], 1))
+            .node(node("Conv", inputs, &["y"], vec![]))
+            .output_unshaped("y", F)
+    };
+    let stats = |g: GraphBuilder| {
+        let m = write(g, 17);
+        let (code, out, err) = acceval(&[
+            "run",
+            "--model",
+            m.path.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["outputs"].clone()
+    };
+    let with_empty = stats(conv(&["x", "w", ""]));
+    assert_eq!(with_empty, stats(conv(&["x", "w"])));
+    assert_eq!(with_empty[0]["shape"], serde_json::json!([1, 2, 6, 6]));
+}
+
+/// A model without inputs is analysed as strictly as one with them: a ConstantOfShape to a
+/// negative dim is refused, where tract failed an assertion.
+#[test]
+fn a_model_without_inputs_is_checked_as_strictly() {
+    let g = GraphBuilder::new("g")
+        .init(tensor_i64("s", &[2], &[4, -1]))
+        .node(node("ConstantOfShape", &["s"], &["c"], vec![]))
+        .node(node("Relu", &["c"], &["y"], vec![]))
+        .output_unshaped("y", F);
+    run_model(g, &[], "has a negative dim -1");
+}
+
+/// Flatten's axis must lie in [-rank, rank]; tract sliced the dims with whatever it got
+/// (2^32 and i64::MIN came from the mutation campaign) and panicked.
+#[test]
+fn a_flatten_axis_out_of_range_is_refused() {
+    for axis in [4_294_967_296i64, i64::MIN, 5, -5] {
+        let g = GraphBuilder::new("g")
+            .input("x", F, &[1, 2, 3, 4])
+            .node(node(
+                "Flatten",
+                &["x"],
+                &["y"],
+                vec![attr("axis", Attr::Int(axis))],
+            ))
+            .output_unshaped("y", F);
+        run_model(g, &[], &format!("axis {axis} is outside [-4, 4]"));
+    }
+}

@@ -44,7 +44,7 @@ pub fn check(model: &Path, shapes: &[(String, Vec<usize>)]) -> Result<(), String
             dims: d.iter().map(|&x| x as i64).collect(),
         })
         .collect();
-    let a = crate::model::analyse(model, &shapes).map_err(|e| {
+    let a = crate::model::analyse_for_run(model, &shapes).map_err(|e| {
         format!("refused before loading (the same check as `acceval inspect`): {e}")
     })?;
     for o in &a.model.opsets {

@@ -19,5 +19,5 @@ pub mod stored;
 pub mod tensor;
 
 pub use crate::report::schema::inspect::Analysis;
-pub use analyse::{AnalyseError, InputShape, analyse};
+pub use analyse::{AnalyseError, InputShape, analyse, analyse_for_run};
 pub use ops::{Cost, NoCost};

@@ -256,15 +256,30 @@ fn outputs(
         .collect()
 }
 
-/// Analyses the model at `path` with the given input shapes.
+/// Analyses the model at `path` with the given input shapes. A contradiction inside the
+/// graph is an error when shapes are given, else a note.
 pub fn analyse(path: &Path, overrides: &[InputShape]) -> Result<Analysis, AnalyseError> {
+    analyse_as(path, overrides, !overrides.is_empty())
+}
+
+/// Analyses the model at `path` as a run will use it: every contradiction and structural
+/// defect is an error, also for a model without inputs (the admission check).
+pub fn analyse_for_run(path: &Path, shapes: &[InputShape]) -> Result<Analysis, AnalyseError> {
+    analyse_as(path, shapes, true)
+}
+
+fn analyse_as(
+    path: &Path,
+    overrides: &[InputShape],
+    strict: bool,
+) -> Result<Analysis, AnalyseError> {
     let file = OnnxFile::open(path)?;
     let g = file.graph();
     let (params, shape_tensors) = params::summarise(g, path)?;
     let mut scope = Scope::root();
     let inputs = resolve_inputs(g, overrides, &mut scope)?;
     let budget = Cell::new(FOLD_BUDGET);
-    let mut walker = new_walker(&file, !overrides.is_empty(), &budget);
+    let mut walker = new_walker(&file, strict, &budget);
     let totals = walker.walk(g, &mut scope, "main", 1)?;
     if budget.get() == 0 {
         walker.notes.push(format!(

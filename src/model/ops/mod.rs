@@ -366,6 +366,21 @@ pub fn per_input<const K: u64>(n: &NodeIn, _: &[Fact]) -> Result<Cost, NoCost> {
 mod tests {
     use super::*;
 
+    /// The generated table answers by binary search, so it must be sorted; a few operators
+    /// whose required inputs are known by heart.
+    #[test]
+    fn required_inputs_are_looked_up_in_the_generated_table() {
+        assert_eq!(required_inputs("Conv"), &[0, 1]);
+        assert_eq!(required_inputs("Abs"), &[0]);
+        assert_eq!(required_inputs("Xor"), &[0, 1]);
+        assert_eq!(required_inputs("QLinearConv"), &[0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(required_inputs("Resize"), &[0]);
+        // Loop's M and cond are optional; Concat's inputs are variadic; unknown ops.
+        assert!(required_inputs("Loop").is_empty());
+        assert!(required_inputs("Concat").is_empty());
+        assert!(required_inputs("NoSuchOp").is_empty());
+    }
+
     #[test]
     fn every_name_has_one_entry_per_domain() {
         let mut seen = std::collections::HashSet::new();

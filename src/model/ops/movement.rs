@@ -122,11 +122,14 @@ fn flatten(n: &NodeIn) -> R<Vec<Fact>> {
         return Ok(vec![Fact::of(n.dtype(0), None)]);
     };
     let r = x.len() as i64;
-    let mut axis = n.attr_i("axis", 1);
-    if axis < 0 {
-        axis = axis.saturating_add(r);
+    let given = n.attr_i("axis", 1);
+    // ONNX allows [-r, r]; tract sliced the dims with whatever it got.
+    if !(-r..=r).contains(&given) {
+        return n.malformed(format_args!(
+            "axis {given} is outside [-{r}, {r}] for an input of rank {r}"
+        ));
     }
-    let axis = axis.clamp(0, r) as usize;
+    let axis = if given < 0 { given + r } else { given } as usize;
     let shape = vec![
         product_dim(n, &x[..axis], 0)?,
         product_dim(n, &x[axis..], 1)?,
