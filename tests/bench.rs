@@ -701,6 +701,32 @@ fn pipelined_run_overlaps_the_module_and_reports_n_over_t() {
     assert!(err.contains("needs the task pipeline"), "{err}");
 }
 
+/// `bench` of mobilenetv2-meter's task pipeline on the mock backend with `option`, RUNS
+/// inputs, no minimum duration, no telemetry, pipelined by one thread into INSTANCES.
+fn mock_pipelined<'a>(option: &'a str, runs: &'a str, instances: &'a str) -> [&'a str; 19] {
+    [
+        "bench",
+        "--model",
+        "mobilenetv2-meter",
+        "--backend",
+        "mock",
+        "--ep-option",
+        option,
+        "--runs",
+        runs,
+        "--duration",
+        "0",
+        "--warmup-runs",
+        "1",
+        "--sample-ms",
+        "0",
+        "--pipelined",
+        "1",
+        "--instances",
+        instances,
+    ]
+}
+
 /// Ctrl-C while two model instances run the pipelined module: every thread ends, the one-at-
 /// a-time figures and the outputs written so far are in the report, the pipelined run is
 /// marked incomplete, and the command says so and fails.
@@ -709,29 +735,8 @@ fn ctrl_c_in_the_pipelined_run_keeps_what_was_written() {
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("r.json");
     let mut child = common::command()
-        .args([
-            "bench",
-            "--model",
-            "mobilenetv2-meter",
-            "--backend",
-            "mock",
-            "--ep-option",
-            "forward_ms=100",
-            "--runs",
-            "60",
-            "--duration",
-            "0",
-            "--warmup-runs",
-            "1",
-            "--sample-ms",
-            "0",
-            "--pipelined",
-            "1",
-            "--instances",
-            "2",
-            "--export-json",
-            j.to_str().unwrap(),
-        ])
+        .args(mock_pipelined("forward_ms=100", "60", "2"))
+        .args(["--export-json", j.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -815,27 +820,7 @@ fn instances_that_would_not_fit_in_memory_are_refused_before_they_open() {
         return;
     }
     let t = Instant::now();
-    let (code, _, err) = acceval(&[
-        "bench",
-        "--model",
-        "mobilenetv2-meter",
-        "--backend",
-        "mock",
-        "--ep-option",
-        "hold_mb=1000",
-        "--runs",
-        "8",
-        "--duration",
-        "0",
-        "--warmup-runs",
-        "1",
-        "--sample-ms",
-        "0",
-        "--pipelined",
-        "1",
-        "--instances",
-        "64",
-    ]);
+    let (code, _, err) = acceval(&mock_pipelined("hold_mb=1000", "8", "64"));
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains(
