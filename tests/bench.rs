@@ -804,14 +804,7 @@ fn instances_that_would_not_fit_in_memory_are_refused_before_they_open() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("at most 64"), "{err}");
-    let available_gb = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            let l = t.lines().find(|l| l.starts_with("MemAvailable:"))?;
-            l.split_whitespace().nth(1)?.parse::<f64>().ok()
-        })
-        .map(|kib| kib * 1024.0 / 1e9)
-        .unwrap_or(0.0);
+    let available_gb = acceval::util::limits::available_bytes().unwrap_or(0) as f64 / 1e9;
     if available_gb * 0.8 > 62.0 {
         skip(
             "ACCEVAL_REQUIRE_SMALL_MEMORY",
