@@ -5,18 +5,26 @@
 #
 # usage: scripts/soak.sh [DURATION_S (3600)] [WINDOW_S (60)] [BIN (target/release/acceval)]
 #        MODEL=lstm-load-forecast BACKEND=cpu SHARE=0.8 scripts/soak.sh ...
+#        SERVER_CPUS=0 CLIENT_CPUS=1 scripts/soak.sh ...   (pin each side with taskset, so the
+#        client's threads and the server's do not take each other's core; THREADS=1 then suits)
 #
 # Prints one line per window (rate, achieved req/s, failed, p99 ms, server RSS MiB), then the
 # verdicts: errors (must be 0), RSS growth from the end of the first window to the last
 # (at most 5 %), and P99 of the first window against the last (within 10 %). Exit 1 when the
 # errors or the memory fail; the P99 drift fails only with STRICT_P99=1 (on a shared 2-core
-# machine short windows differ by more than 10 % from the noise alone).
+# machine short windows differ by more than 10 % from the noise alone). From 10 minutes on it
+# then measures the server's max QPS again (END_PROBE=0 skips it), so the P99's drift can be
+# read against the host's capacity at the start and at the end.
 set -euo pipefail
 duration=${1:-3600} window=${2:-60} bin=${3:-target/release/acceval}
 model=${MODEL:-lstm-load-forecast} backend=${BACKEND:-cpu} share=${SHARE:-0.8}
 py=${PYTHON:-python3}
+server_pin=() client_pin=() threads=()
+[ -n "${SERVER_CPUS:-}" ] && server_pin=(taskset -c "$SERVER_CPUS")
+[ -n "${CLIENT_CPUS:-}" ] && client_pin=(taskset -c "$CLIENT_CPUS")
+[ -n "${THREADS:-}" ] && threads=(--threads "$THREADS")
 work=$(mktemp -d)
-"$bin" serve --model "$model" --backend "$backend" --port 0 > "$work/serve.out" 2> "$work/serve.err" &
+"${server_pin[@]}" "$bin" serve --model "$model" --backend "$backend" "${threads[@]}" --port 0 > "$work/serve.out" 2> "$work/serve.err" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do
@@ -30,15 +38,15 @@ for _ in $(seq 1 300); do
   sleep 0.2
 done
 name=${NAME:-$model}
-"$bin" qps --url "$url" --model "$name" --slo 'p99<=100ms' --step-duration 5 --json > "$work/max.json"
+"${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --slo 'p99<=100ms' --step-duration 5 --json > "$work/max.json"
 max=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["max_qps"] or 0)' "$work/max.json")
 rate=$("$py" -c "print(round($share * $max, 1))")
-echo "soak of $model on $backend at $url: max QPS $max req/s, held at $share of it = $rate req/s for $duration s in $window s windows"
+echo "soak of $model on $backend at $url${SERVER_CPUS:+ (server on CPU $SERVER_CPUS, client on ${CLIENT_CPUS:-any})}: max QPS $max req/s, held at $share of it = $rate req/s for $duration s in $window s windows"
 rss() { awk '/^VmRSS/ {print $2 / 1024}' "/proc/$pid/status"; }
 n=$(( (duration + window - 1) / window ))
 : > "$work/windows.txt"
 for k in $(seq 1 "$n"); do
-  "$bin" qps --url "$url" --model "$name" --start-rate "$rate" --max-rate "$rate" \
+  "${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --start-rate "$rate" --max-rate "$rate" \
     --slo 'p99<=10s' --error-budget 0.5 --step-duration "$window" --warmup-s 0 --json > "$work/w.json" || true
   line=$("$py" - "$work/w.json" "$(rss)" <<'PY'
 import json, sys
@@ -54,6 +62,22 @@ PY
   printf 'window %3d: achieved %8.1f req/s, sent %7d, failed %d (%s), p99 %8.3f ms, server RSS %7.1f MiB\n' "$k" "$1" "$2" "$3" "$6" "$4" "$5"
   kill -0 $pid 2>/dev/null || { echo "FAILED: the server died"; cat "$work/serve.err"; exit 1; }
 done
+# The host's capacity at the end, on the same long-lived server (END_PROBE=1, the default from
+# 10 minutes on): at a fixed offered rate the P99 follows the capacity left over, so a P99 that
+# moved while the capacity moved is the host, and one that moved while it held is the server.
+if [ "${END_PROBE:-$(( duration >= 600 ))}" = 1 ]; then
+  "${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --slo 'p99<=100ms' --step-duration 5 --json > "$work/max_end.json"
+  "$py" - "$work/max.json" "$work/max_end.json" "$rate" <<'PY'
+import json, math, sys
+m0, m1 = (json.load(open(f))["max_qps"] or 0 for f in sys.argv[1:3])
+lam = float(sys.argv[3])
+def mm1(mu):
+    return f"{math.log(100) / (mu - lam) * 1000:.1f} ms" if mu > lam else "unbounded"
+print(f"capacity (same server, same search): max QPS {m0:.1f} req/s at the start, {m1:.1f} at the end"
+      f" ({(m1 - m0) / m0 * 100:+.1f} %); an M/M/1 queue at {lam} req/s would have a P99 of"
+      f" {mm1(m0)} then and {mm1(m1)} now (ln(100) / (capacity - rate))")
+PY
+fi
 "$py" - "$work/windows.txt" <<'PY'
 import os, sys
 rows = [l.split() for l in open(sys.argv[1])]
