@@ -150,6 +150,42 @@ def named_cases(out):
         model([helper.make_node("Expand", ["x", "shp"], ["e"]), helper.make_node("Relu", ["e"], ["y"])],
               [vi("x", [1, 1])], [vi("y", None)], [shp]),
         "ok (10^12 other ops) or clean error")
+    # 10. Found by a probe of hand-made defects (2026-12-07): tract spun 15.6 s on a perm that
+    # names an axis twice, stopped on caught panics (Range delta 0, Slice step -2^63, an
+    # integer divisor of 0, a ScatterElements index past the axis) and ran TopK with k above
+    # the axis; ONNX Runtime runs a Loop of 10^12 iterations until it is killed.
+    i64 = lambda name, a: numpy_helper.from_array(np.array(a, np.int64), name)
+    add("transpose_perm_repeats",
+        model([helper.make_node("Transpose", ["x"], ["y"], perm=[0, 0])], [vi("x", [1, 8])], [vi("y", None)]),
+        "error naming the node")
+    add("range_delta_0",
+        model([helper.make_node("Range", ["s", "l", "d"], ["y"])], [], [vi("y", None, TensorProto.INT64)],
+              [i64("s", 0), i64("l", 10), i64("d", 0)]),
+        "error naming the node")
+    add("slice_step_i64_min",
+        model([helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])], [vi("x", [1, 8])], [vi("y", None)],
+              [i64("s", [0]), i64("e", [8]), i64("a", [1]), i64("st", [np.iinfo(np.int64).min])]),
+        "error naming the node")
+    add("integer_divisor_zero",
+        model([helper.make_node("Div", ["x", "z"], ["y"])], [vi("x", [4], TensorProto.INT64)],
+              [vi("y", None, TensorProto.INT64)], [i64("z", [3, 0, 1, 2])]),
+        "error naming the node")
+    add("scatter_index_past_axis",
+        model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1)], [vi("x", [1, 4])], [vi("y", None)],
+              [i64("i", [[9]]), numpy_helper.from_array(np.ones((1, 1), np.float32), "u")]),
+        "error naming the node")
+    add("topk_k_above_axis",
+        model([helper.make_node("TopK", ["x", "k"], ["v", "i"])], [vi("x", [1, 4])],
+              [vi("v", None), vi("i", None, TensorProto.INT64)], [i64("k", [9])]),
+        "error naming the node")
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("Relu", ["v_in"], ["v_out"])], "body",
+        [vi("i", [], TensorProto.INT64), vi("c_in", [], TensorProto.BOOL), vi("v_in", [1, 4])],
+        [vi("c_out", [], TensorProto.BOOL), vi("v_out", [1, 4])])
+    add("loop_1e12_iterations",
+        model([helper.make_node("Loop", ["M", "c", "x"], ["y"], body=body)], [vi("x", [1, 4])], [vi("y", [1, 4])],
+              [i64("M", 10**12), numpy_helper.from_array(np.array(True), "c")]),
+        "clean error (ort:cpu: runs until killed, not yet bounded)")
     return cases
 
 

@@ -574,3 +574,79 @@ fn a_flatten_axis_out_of_range_is_refused() {
         run_model(g, &[], &format!("axis {axis} is outside [-4, 4]"));
     }
 }
+
+/// Found by a probe of 67 hand-made defective models (2026-12-07): tract spun for 15.6 s on a
+/// Transpose perm [0, 0], stopped on a caught panic (a Range of delta 0, a Slice step of
+/// -2^63, an integer divisor of 0, a ScatterElements index outside the axis), and ran a TopK
+/// of k above the axis to exit 0 (ONNX Runtime refuses it). Each is now refused before the
+/// engine, naming the node.
+#[test]
+fn defects_the_engine_panicked_or_spun_on_are_refused_naming_the_node() {
+    const I: DataType = DataType::INT64;
+    let x = |g: GraphBuilder| g.input("x", F, &[1, 8]);
+    let cases: Vec<(GraphBuilder, &str)> = vec![
+        (
+            x(GraphBuilder::new("g"))
+                .node(node(
+                    "Transpose",
+                    &["x"],
+                    &["y"],
+                    vec![attr("perm", Attr::Ints(vec![0, 0]))],
+                ))
+                .output_unshaped("y", F),
+            "node 'Transpose_y' (Transpose): perm names axis 0 twice",
+        ),
+        (
+            GraphBuilder::new("g")
+                .init(tensor_i64("s", &[], &[0]))
+                .init(tensor_i64("l", &[], &[10]))
+                .init(tensor_i64("d", &[], &[0]))
+                .node(node("Range", &["s", "l", "d"], &["y"], vec![]))
+                .output_unshaped("y", I),
+            "node 'Range_y' (Range): delta is 0",
+        ),
+        (
+            x(GraphBuilder::new("g"))
+                .init(tensor_i64("s", &[1], &[0]))
+                .init(tensor_i64("e", &[1], &[8]))
+                .init(tensor_i64("a", &[1], &[1]))
+                .init(tensor_i64("st", &[1], &[i64::MIN]))
+                .node(node("Slice", &["x", "s", "e", "a", "st"], &["y"], vec![]))
+                .output_unshaped("y", F),
+            "node 'Slice_y' (Slice): step -2^63",
+        ),
+        (
+            GraphBuilder::new("g")
+                .input("x", I, &[4])
+                .init(tensor_i64("z", &[4], &[3, 0, 1, 2]))
+                .node(node("Div", &["x", "z"], &["y"], vec![]))
+                .output_unshaped("y", I),
+            "node 'Div_y' (Div): the integer divisor holds 0",
+        ),
+        (
+            x(GraphBuilder::new("g"))
+                .init(tensor_i64("i", &[1, 1], &[9]))
+                .init(tensor_f32("u", &[1, 1], 1))
+                .node(node(
+                    "ScatterElements",
+                    &["x", "i", "u"],
+                    &["y"],
+                    vec![attr("axis", Attr::Int(1))],
+                ))
+                .output_unshaped("y", F),
+            "node 'ScatterElements_y' (ScatterElements): index 9 is outside the 8 elements of axis 1",
+        ),
+        (
+            x(GraphBuilder::new("g"))
+                .init(tensor_i64("k", &[1], &[9]))
+                .node(node("TopK", &["x", "k"], &["v", "i"], vec![]))
+                .output_unshaped("v", F)
+                .output_unshaped("i", I),
+            "node 'TopK_v' (TopK): k = 9 is more than the 8 elements of axis 1",
+        ),
+    ];
+    for (g, want) in cases {
+        let err = run_model(g, &[], want);
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

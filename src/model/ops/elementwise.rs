@@ -218,6 +218,14 @@ fn cast(n: &NodeIn) -> R<Vec<Fact>> {
 /// Broadcasting element-wise operators (binary and n-ary).
 fn binary(n: &NodeIn) -> R<Vec<Fact>> {
     let op = n.op();
+    // An integer divisor of 0 is undefined in ONNX; tract stopped on it (a caught panic).
+    // Only a divisor known here (a constant) can be checked before the run.
+    if matches!(op, "Div" | "Mod")
+        && n.dtype(0).is_some_and(DataType::is_integer)
+        && matches!(n.value(1), Some(Const::Int(b)) if b.contains(&0))
+    {
+        return n.malformed("the integer divisor holds 0 (division by zero is undefined)");
+    }
     let shapes: Option<Vec<&Shape>> = (0..n.node.input.len()).map(|i| n.shape(i)).collect();
     let shape = match shapes {
         Some(s) => Some(broadcast(&s, n.label)?),

@@ -120,9 +120,10 @@ fn range(n: &NodeIn) -> R<Vec<Fact>> {
             let (Some(&s), Some(&l), Some(&d)) = (s.first(), l.first(), d.first()) else {
                 return n.contra("empty start, limit or delta");
             };
-            let count = if d == 0 {
-                0
-            } else {
+            if d == 0 {
+                return n.malformed("delta is 0 (ONNX Runtime refuses it; tract divided by it)");
+            }
+            let count = {
                 let (s, l, d) = (s as i128, l as i128, d as i128);
                 let span = l - s;
                 // ceil(span / d), exact
@@ -144,11 +145,12 @@ fn range(n: &NodeIn) -> R<Vec<Fact>> {
             else {
                 return n.contra("empty start, limit or delta");
             };
-            let count = if d == 0.0 {
-                0
-            } else {
-                ((l - s) / d).ceil().max(0.0) as i64
-            };
+            if d == 0.0 || !(l - s).is_finite() || !d.is_finite() {
+                return n.malformed(format_args!(
+                    "start {s}, limit {l}, delta {d}: the count (limit - start) / delta is not a number"
+                ));
+            }
+            let count = ((l - s) / d).ceil().max(0.0) as i64;
             let value = (count as u64 <= MAX_CONST_ELEMS)
                 .then(|| Const::Float((0..count).map(|i| s + i as f64 * d).collect()));
             (count, value)

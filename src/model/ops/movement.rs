@@ -157,6 +157,16 @@ fn transpose(n: &NodeIn) -> R<Vec<Fact>> {
         .iter()
         .map(|&p| norm_axis(p, x.len(), n.label))
         .collect::<R<_>>()?;
+    // Each axis once: tract's IR conversion spun for seconds on perm [0, 0].
+    let mut seen = vec![false; x.len()];
+    for &p in &perm {
+        if std::mem::replace(&mut seen[p], true) {
+            return n.malformed(format_args!(
+                "perm names axis {p} twice (it must be a permutation of 0..{})",
+                x.len()
+            ));
+        }
+    }
     let shape: Shape = perm.iter().map(|&p| x[p].clone()).collect();
     let value = match (n.value(0), n.dims_of(0).and_then(|d| small_dims(&d))) {
         (Some(v), Some(d)) => fold::transpose(v, &d, &perm),

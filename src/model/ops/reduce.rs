@@ -158,6 +158,14 @@ fn top_k(n: &NodeIn) -> R<Vec<Fact>> {
         Some(x) => {
             let axis = norm_axis(n.attr_i("axis", -1), x.len(), n.label)?;
             let mut s = x.clone();
+            // ONNX Runtime refuses it; tract returned a tensor of k rows.
+            if let (Some(k), Some(Dim::Known(d))) = (k, s.get(axis))
+                && k > *d
+            {
+                return n.contra(format_args!(
+                    "k = {k} is more than the {d} elements of axis {axis}"
+                ));
+            }
             if let Some(d) = s.get_mut(axis) {
                 *d = k.map(Dim::Known).unwrap_or_else(|| n.sym(axis));
             }

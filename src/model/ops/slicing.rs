@@ -16,15 +16,28 @@ pub(super) const OPS: &[Entry] = &[
     any(&["Gather"], gather, free),
     any(&["GatherElements"], gather_elements, free),
     any(&["GatherND"], gather_nd, free),
-    any(
-        &["Scatter", "ScatterElements", "ScatterND"],
-        same_shape,
-        free,
-    ),
+    any(&["Scatter", "ScatterElements"], scatter_elements, free),
+    any(&["ScatterND"], same_shape, free),
     any(&["Compress", "Unique"], unknown_outputs, free),
     any(&["NonZero"], non_zero, free),
     any(&["OneHot"], one_hot, free),
 ];
+
+/// ScatterElements: constant indices must lie in [-d, d) on the axis (tract indexed with
+/// them unchecked, a caught panic; ONNX Runtime refuses them).
+fn scatter_elements(n: &NodeIn) -> R<Vec<Fact>> {
+    if let (Some(x), Some(idx)) = (n.shape(0), n.value(1)) {
+        let axis = norm_axis(n.attr_i("axis", 0), x.len(), n.label)?;
+        if let Some(&Dim::Known(d)) = x.get(axis)
+            && let Some(i) = idx.ints().into_iter().find(|&i| i < -d || i >= d)
+        {
+            return n.contra(format_args!(
+                "index {i} is outside the {d} elements of axis {axis}"
+            ));
+        }
+    }
+    same_shape(n)
+}
 
 fn unknown_outputs(n: &NodeIn) -> R<Vec<Fact>> {
     Ok(vec![Fact::unknown(); n.node.output.len()])
@@ -212,6 +225,10 @@ fn slice(n: &NodeIn) -> R<Vec<Fact>> {
         let step = steps.as_ref().and_then(|s| s.get(j).copied()).unwrap_or(1);
         if step == 0 {
             return n.contra("step 0");
+        }
+        if step == i64::MIN {
+            // Its magnitude does not fit 64 bits; tract divided by zero on it.
+            return n.malformed("step -2^63 (its magnitude does not fit a 64-bit integer)");
         }
         match x[a].known() {
             None => out[a] = n.sym(a),
