@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::shape::{Dim, R, Shape, check_eq, contra, shape_str};
+use crate::model::shape::{Dim, R, Shape, ShapeError, check_eq, contra, shape_str};
 
 /// A parsed Einsum equation with the size of every label.
 pub struct Einsum {
@@ -89,7 +89,23 @@ impl Einsum {
             inputs.push(labels);
         }
         let output = match rhs {
-            Some(r) => expand(&r, ell_rank, &ell),
+            Some(r) => {
+                let out = expand(&r, ell_rank, &ell);
+                // ONNX Runtime refuses both; tract answered `ij->k` with a tensor of 3.69.
+                for (i, c) in out.iter().enumerate() {
+                    let why = if !sizes.contains_key(c) {
+                        "appears in no operand"
+                    } else if out[..i].contains(c) {
+                        "appears twice"
+                    } else {
+                        continue;
+                    };
+                    return Err(ShapeError::Malformed(format!(
+                        "node '{node}' (Einsum): output label '{c}' of equation '{eq}' {why}"
+                    )));
+                }
+                out
+            }
             None => {
                 let mut once: Vec<char> = sizes
                     .keys()

@@ -24,7 +24,7 @@ pub(super) const OPS: &[Entry] = &[
         per_output::<5>,
     ),
     any(&["Softmax", "LogSoftmax"], same_shape, per_output::<3>),
-    any(&["LRN"], same_shape, lrn_cost),
+    any(&["LRN"], lrn, lrn_cost),
 ];
 
 /// Y like X; Mean and InvStdDev keep the dims before `axis` and are 1 from it on.
@@ -42,6 +42,22 @@ fn layer_norm(n: &NodeIn) -> R<Vec<Fact>> {
         outs.push(Fact::of(Some(DataType::FLOAT), stat.clone()));
     }
     Ok(outs)
+}
+
+/// Y like X; `size` (required) must be positive: ONNX Runtime refuses 0 ("size_ > 0"),
+/// tract answered it.
+fn lrn(n: &NodeIn) -> R<Vec<Fact>> {
+    let size = n
+        .node
+        .attribute
+        .iter()
+        .find(|a| a.name == "size")
+        .map(|a| a.i);
+    match size {
+        None => n.malformed("the required attribute 'size' is missing"),
+        Some(s) if s < 1 => n.malformed(format!("size = {s}: it must be at least 1")),
+        Some(_) => same_shape(n),
+    }
 }
 
 fn lrn_cost(n: &NodeIn, outs: &[Fact]) -> Result<Cost, NoCost> {
