@@ -650,3 +650,188 @@ fn defects_the_engine_panicked_or_spun_on_are_refused_naming_the_node() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// What tract answered with exit 0 or a caught panic where ONNX Runtime refuses: an Einsum
+/// output label in no operand (tract returned a tensor of 3.69), an LRN of size 0, and
+/// generated indices (integers in [0, 10)) past a 4-row Gather table (tract's caught panic,
+/// "range start index 16 out of range"). Each is exit 2 naming the node, on every backend.
+#[test]
+fn defects_tract_answered_or_panicked_on_are_refused_naming_the_node() {
+    let x = |g: GraphBuilder| g.input("x", F, &[2, 3]);
+    let mut backends = vec!["cpu"];
+    if ort_available() {
+        backends.push("ort:cpu");
+    }
+    let cases: Vec<(GraphBuilder, &str)> = vec![
+        (
+            x(GraphBuilder::new("g"))
+                .node(node(
+                    "Einsum",
+                    &["x"],
+                    &["y"],
+                    vec![attr("equation", Attr::Str("ij->k"))],
+                ))
+                .output_unshaped("y", F),
+            "node 'Einsum_y' (Einsum): output label 'k' of equation 'ij->k' appears in no operand",
+        ),
+        (
+            GraphBuilder::new("g")
+                .input("x", F, &[1, 3, 4, 4])
+                .node(node(
+                    "LRN",
+                    &["x"],
+                    &["y"],
+                    vec![attr("size", Attr::Int(0))],
+                ))
+                .output_unshaped("y", F),
+            "node 'LRN_y' (LRN): size = 0: it must be at least 1",
+        ),
+        (
+            GraphBuilder::new("g")
+                .input("idx", DataType::INT64, &[3])
+                .init(tensor_f32("table", &[4, 2], 1))
+                .node(node("Gather", &["table", "idx"], &["y"], vec![]))
+                .output_unshaped("y", F),
+            "outside the 4 entries node 'Gather_y' (Gather) indexes along axis 0 (valid: -4..=3)",
+        ),
+    ];
+    for (g, want) in cases {
+        let w = write(g, 17);
+        for b in &backends {
+            let err = clean(
+                &[
+                    "run",
+                    "--model",
+                    w.path.to_str().unwrap(),
+                    "--backend",
+                    b,
+                    "--seed",
+                    "3",
+                ],
+                want,
+            );
+            assert!(!err.contains("panicked"), "{b}: {err}");
+        }
+    }
+}
+
+/// A Loop of 10^12 iterations over a Relu: valid ONNX that no run finishes.
+fn endless_loop() -> GraphBuilder {
+    let body = GraphBuilder::new("body")
+        .input("i", DataType::INT64, &[])
+        .input("c", DataType::BOOL, &[])
+        .input("h", F, &[1, 4])
+        .node(node("Identity", &["c"], &["c_out"], vec![]))
+        .node(node("Relu", &["h"], &["h_out"], vec![]))
+        .output("c_out", DataType::BOOL, &[])
+        .output("h_out", F, &[1, 4])
+        .graph;
+    GraphBuilder::new("g")
+        .input("x", F, &[1, 4])
+        .init(tensor_i64("trip", &[], &[1_000_000_000_000]))
+        .init(acceval::model::build::tensor_raw(
+            "keep",
+            DataType::BOOL,
+            &[],
+            vec![1],
+        ))
+        .node(node(
+            "Loop",
+            &["trip", "keep", "x"],
+            &["y"],
+            vec![attr("body", Attr::Graph(body))],
+        ))
+        .output("y", F, &[1, 4])
+}
+
+/// Forty 512×512 self-products, each squashed by a Sigmoid: 5.4 G multiply-accumulates, a
+/// run tract takes well over 50 ms on.
+fn matmul_chain() -> GraphBuilder {
+    let mut g = GraphBuilder::new("g").input("m0", F, &[512, 512]);
+    for i in 0..40 {
+        let (a, p, b) = (format!("m{i}"), format!("p{i}"), format!("m{}", i + 1));
+        g = g.node(node("MatMul", &[&a, &a], &[&p], vec![])).node(node(
+            "Sigmoid",
+            &[&p],
+            &[&b],
+            vec![],
+        ));
+    }
+    g.output("m40", F, &[512, 512])
+}
+
+/// The run budget (issue 27): a Loop of 10^12 iterations ran on ONNX Runtime until killed.
+/// Past `--run-timeout` ONNX Runtime is told to stop the run (its terminate flag), and a
+/// run tract cannot interrupt ends the process; both exit 2 naming the budget.
+#[test]
+fn a_run_past_its_budget_ends_with_exit_2_naming_it() {
+    let w = write(matmul_chain(), 17);
+    let t = std::time::Instant::now();
+    let err = clean(
+        &[
+            "run",
+            "--model",
+            w.path.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--runs",
+            "3",
+            "--run-timeout",
+            "0.05",
+        ],
+        "did not finish within 0.05 s (--run-timeout)",
+    );
+    assert!(
+        err.contains("tract 0.23.9 cannot interrupt a run, so acceval ended the process"),
+        "{err}"
+    );
+    assert!(t.elapsed().as_secs_f64() < 10.0, "{:?}", t.elapsed());
+    // The same model within a budget it fits runs, exit 0.
+    let ok = bin()
+        .args(["run", "--model", w.path.to_str().unwrap(), "--runs", "1"])
+        .args(["--run-timeout", "60"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    if !ort_available() {
+        return;
+    }
+    let w = write(endless_loop(), 17);
+    for command in ["run", "bench"] {
+        let t = std::time::Instant::now();
+        let err = clean(
+            &[
+                command,
+                "--model",
+                w.path.to_str().unwrap(),
+                "--backend",
+                "ort:cpu",
+                "--run-timeout",
+                "1",
+            ],
+            "stopped the run at acceval's request: one inference did not finish within 1 s (--run-timeout)",
+        );
+        let took = t.elapsed().as_secs_f64();
+        assert!((1.0..8.0).contains(&took), "{command}: {took} s\n{err}");
+    }
+    // The default budget is sized from one pass through the graph (the body counted once,
+    // not 10^12 times): 10 s here, so the case ends well inside 20 s.
+    let t = std::time::Instant::now();
+    clean(
+        &[
+            "run",
+            "--model",
+            w.path.to_str().unwrap(),
+            "--backend",
+            "ort:cpu",
+        ],
+        "did not finish within 10 s (the default",
+    );
+    let took = t.elapsed().as_secs_f64();
+    assert!((10.0..18.0).contains(&took), "{took} s");
+}

@@ -29,13 +29,17 @@ fn elements(shape: &str) -> Option<u128> {
 pub const NEWEST_ONNX_OPSET: i64 = 28;
 
 /// Refuses `model` when it does not analyse at `shapes`, declares an opset no ONNX release
-/// defines, or one of its tensors would not fit the budget.
-pub fn check(model: &Path, shapes: &[(String, Vec<usize>)]) -> Result<(), String> {
+/// defines, or one of its tensors would not fit the budget. Otherwise returns the operations
+/// of one pass through the graph (FLOPs and other arithmetic as `inspect` counts them, each
+/// Loop's or Scan's body once: a trip count is a bound, often 2^63 - 1 with a condition
+/// that ends the loop far sooner), which size the run budget; `None` where they cannot be
+/// counted, and for the engines' own formats.
+pub fn check(model: &Path, shapes: &[(String, Vec<usize>)]) -> Result<Option<u64>, String> {
     let om = model
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("om"));
     if om || super::tch::is_torchscript(model) {
-        return Ok(());
+        return Ok(None);
     }
     let shapes: Vec<InputShape> = shapes
         .iter()
@@ -67,7 +71,12 @@ pub fn check(model: &Path, shapes: &[(String, Vec<usize>)]) -> Result<(), String
             }
         }
     }
-    Ok(())
+    let one_pass = a
+        .per_op
+        .iter()
+        .map(|n| n.flops.saturating_add(n.other_ops) / n.multiplier.max(1))
+        .fold(0u64, u64::saturating_add);
+    Ok(a.flops.is_some().then_some(one_pass))
 }
 
 #[cfg(test)]

@@ -10,10 +10,12 @@
 pub mod acl;
 pub mod budget;
 pub mod describe;
+pub mod indices;
 pub mod mock;
 pub mod ort;
 pub mod tch;
 pub mod tract;
+pub mod watchdog;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -88,6 +90,8 @@ pub struct BackendSettings {
     pub ep_options: Vec<(String, String)>,
     /// `--load-timeout`: the longest a load may take, s (`None`: sized from the model).
     pub load_timeout_s: Option<f64>,
+    /// `--run-timeout`: the longest one inference may take, s (`None`: sized from the model).
+    pub run_timeout_s: Option<f64>,
 }
 
 impl BackendSettings {
@@ -99,6 +103,7 @@ impl BackendSettings {
             graph_opt: None,
             ep_options: Vec::new(),
             load_timeout_s: None,
+            run_timeout_s: None,
         }
     }
 
@@ -115,6 +120,7 @@ impl BackendSettings {
             ep_options: self.ep_options.clone(),
             placement,
             load_timeout_s: self.load_timeout_s,
+            run_timeout_s: self.run_timeout_s,
         }
     }
 }
@@ -133,6 +139,8 @@ pub struct LoadOptions {
     pub placement: bool,
     /// The longest the engine's load may take, s (`None`: [`default_load_timeout`]).
     pub load_timeout_s: Option<f64>,
+    /// The longest one inference may take, s (`None`: [`default_run_timeout`]).
+    pub run_timeout_s: Option<f64>,
 }
 
 /// The load budget when none is given: 15 s, and 1 s more per 5 MB of model file (tract
@@ -141,6 +149,19 @@ pub fn default_load_timeout(model: &Path) -> std::time::Duration {
     let mb = std::fs::metadata(model).map_or(0, |m| m.len()) as f64 / 1e6;
     std::time::Duration::from_secs_f64(15.0 + mb / 5.0)
 }
+
+/// The run budget when none is given: 10 s, and 1 s more per 10^9 operations of one pass
+/// through the model at the run's shapes ([`budget::check`]: `inspect`'s FLOPs and other
+/// arithmetic, a loop's body once; a device as slow as 1 GFLOP/s still fits). A model
+/// acceval cannot count gets the 10 s. The first run of a
+/// device provider (TensorRT, CUDA, CANN, ...) gets [`FIRST_RUN_EXTRA`] more: engines build
+/// or tune kernels then.
+pub fn default_run_timeout(operations: Option<u64>) -> std::time::Duration {
+    std::time::Duration::from_secs_f64(10.0 + operations.unwrap_or(0) as f64 / 1e9)
+}
+
+/// What the first run of a device provider adds to the default run budget, s.
+pub const FIRST_RUN_EXTRA: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Set when [`bounded`] abandoned a loading thread. That thread may still be inside the
 /// engine's C++ code, so the process must not run the engine library's static destructors
@@ -284,6 +305,11 @@ pub trait Session {
     fn declared_inputs(&self) -> Option<Vec<DeclaredInput>> {
         None
     }
+    /// How another thread stops a run in flight, where the engine can (the run budget,
+    /// [`watchdog`]); `None`: a run past its budget ends the process.
+    fn interrupter(&self) -> Option<std::sync::Arc<dyn watchdog::Interrupt>> {
+        None
+    }
 }
 
 /// An input as a loaded model declares it.
@@ -348,53 +374,130 @@ pub fn load(
         model: model.display().to_string(),
         reason,
     };
-    budget::check(model, &opts.input_shapes).map_err(load_err)?;
+    let operations = budget::check(model, &opts.input_shapes).map_err(load_err)?;
     let session = crate::util::isolate::guard(|| b.load(model, spec, opts))
         .map_err(|p| {
             load_err(format!(
                 "the engine panicked on this model ({p}): the model is probably malformed; `acceval inspect` shows what it declares"
             ))
         })??;
-    Ok(Box::new(Guarded(session)))
+    let (limit, first) = match opts.run_timeout_s {
+        Some(s) => {
+            let d = std::time::Duration::from_secs_f64(s);
+            (d, d)
+        }
+        None => {
+            let d = default_run_timeout(operations);
+            let device = !matches!(spec.backend.as_str(), "cpu" | "mock")
+                && spec.provider.as_deref() != Some("cpu");
+            (d, if device { d + FIRST_RUN_EXTRA } else { d })
+        }
+    };
+    let interrupt = session.interrupter();
+    let engine = session.info().engine.clone();
+    let given = opts.run_timeout_s.is_some();
+    let fatal: watchdog::Fatal = Box::new(move |budget| {
+        format!(
+            "{} cannot interrupt a run, so acceval ended the process: {}",
+            engine,
+            overran(budget, given)
+        )
+    });
+    let watch = watchdog::Watchdog::start(limit, first, interrupt, fatal).map_err(load_err)?;
+    Ok(Box::new(Guarded {
+        session,
+        watch,
+        given,
+        indices: indices::guards(model),
+    }))
 }
 
-/// A session whose engine calls cannot take the process down: a panic inside `run` (an
-/// engine's answer to a hostile model) is a run error.
-struct Guarded(Box<dyn Session>);
+/// Why a run past its budget was stopped, and what to do.
+fn overran(budget: std::time::Duration, given: bool) -> String {
+    let secs = format!("{:.3}", budget.as_secs_f64());
+    let secs = secs.trim_end_matches('0').trim_end_matches('.');
+    let origin = if given {
+        "--run-timeout"
+    } else {
+        "the default: 10 s + 1 s per 10^9 operations of one pass through the model, a loop's body counted once, + 600 s for a device provider's first run; --run-timeout S sets it"
+    };
+    format!(
+        "one inference did not finish within {secs} s ({origin}); the model computes for too long at these inputs (a Loop's trip count, a huge graph) or needs a longer --run-timeout"
+    )
+}
+
+/// A session whose engine calls cannot take the process down nor run without end: a panic
+/// inside `run` (an engine's answer to a hostile model) is a run error, and every run is
+/// watched against the run budget ([`watchdog`]).
+struct Guarded {
+    session: Box<dyn Session>,
+    watch: watchdog::Watchdog,
+    /// Whether the budget came from `--run-timeout` (else the default).
+    given: bool,
+    /// Graph inputs used as indices, checked before each run.
+    indices: Vec<indices::IndexGuard>,
+}
+
+impl Guarded {
+    /// `run` of the wrapped session on `inputs` under the guard and the watch, the indices
+    /// checked first.
+    fn guarded<T>(
+        &mut self,
+        inputs: &[HostTensor],
+        run: impl FnOnce(&mut dyn Session) -> Result<T, BackendError>,
+    ) -> Result<T, BackendError> {
+        let backend = self.session.info().backend.clone();
+        let engine = self.session.info().engine.clone();
+        if !self.indices.is_empty() {
+            indices::check(&self.indices, inputs).map_err(|reason| BackendError::Run {
+                backend: backend.clone(),
+                reason,
+            })?;
+        }
+        let s = &mut self.session;
+        let out = self
+            .watch
+            .run(|| crate::util::isolate::guard(|| run(s.as_mut())));
+        match out {
+            Ok(Ok(r)) => r,
+            Ok(Err(p)) => Err(BackendError::Run {
+                backend,
+                reason: format!(
+                    "the engine panicked running this model ({p}): the model or its inputs are probably malformed"
+                ),
+            }),
+            Err((budget, _)) => Err(BackendError::Run {
+                backend,
+                reason: format!(
+                    "{engine} stopped the run at acceval's request: {}",
+                    overran(budget, self.given)
+                ),
+            }),
+        }
+    }
+}
 
 impl Session for Guarded {
     fn info(&self) -> &SessionInfo {
-        self.0.info()
+        self.session.info()
     }
     fn timings(&self) -> &LoadTimings {
-        self.0.timings()
+        self.session.timings()
     }
     fn run(&mut self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, BackendError> {
-        let backend = self.0.info().backend.clone();
-        crate::util::isolate::guard(|| self.0.run(inputs)).map_err(|p| BackendError::Run {
-            backend,
-            reason: format!(
-                "the engine panicked running this model ({p}): the model or its inputs are probably malformed"
-            ),
-        })?
+        self.guarded(inputs, |s| s.run(inputs))
     }
     fn synchronize(&mut self) -> Result<(), BackendError> {
-        self.0.synchronize()
+        self.session.synchronize()
     }
     fn timed_run(&mut self, inputs: &[HostTensor]) -> Result<Ran, BackendError> {
-        let backend = self.0.info().backend.clone();
-        crate::util::isolate::guard(|| self.0.timed_run(inputs)).map_err(|p| BackendError::Run {
-            backend,
-            reason: format!(
-                "the engine panicked running this model ({p}): the model or its inputs are probably malformed"
-            ),
-        })?
+        self.guarded(inputs, |s| s.timed_run(inputs))
     }
     fn placement(&mut self) -> Result<Placement, BackendError> {
-        self.0.placement()
+        self.session.placement()
     }
     fn declared_inputs(&self) -> Option<Vec<DeclaredInput>> {
-        self.0.declared_inputs()
+        self.session.declared_inputs()
     }
 }
 

@@ -15,12 +15,12 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use ort::ep::{self, ArbitrarilyConfigurableExecutionProvider, ExecutionProviderDispatch};
 use ort::session::builder::GraphOptimizationLevel;
-use ort::session::{Session as OrtSession, SessionInputValue, SessionInputs};
+use ort::session::{RunOptions, Session as OrtSession, SessionInputValue, SessionInputs};
 use ort::value::{DynValue, TensorElementType, ValueType};
 
 use super::{
@@ -485,6 +485,7 @@ impl Backend for OrtBackend {
             output_names,
             profile_dir,
             placement: None,
+            run_options: Arc::new(RunOptions::new().map_err(|e| load_err(e.to_string()))?),
         }))
     }
 }
@@ -605,6 +606,21 @@ struct OrtRun {
     output_names: Vec<String>,
     profile_dir: Option<PathBuf>,
     placement: Option<Placement>,
+    /// Every run's options: the run budget's watcher stops a run through them.
+    run_options: Arc<RunOptions>,
+}
+
+/// ONNX Runtime's terminate flag: the executor checks it before each node, a Loop's body
+/// included, and the run returns "Exiting due to terminate flag being set to true".
+struct Terminate(Arc<RunOptions>);
+
+impl super::watchdog::Interrupt for Terminate {
+    fn stop(&self) {
+        let _ = self.0.terminate();
+    }
+    fn resume(&self) {
+        let _ = self.0.unterminate();
+    }
 }
 
 /// An input as ONNX Runtime takes it: a view of the caller's array when it is contiguous
@@ -689,7 +705,7 @@ impl Session for OrtRun {
         }
         let outs = self
             .session
-            .run(SessionInputs::<0>::ValueMap(values))
+            .run_with_options(SessionInputs::<0>::ValueMap(values), &self.run_options)
             .map_err(|e| run_err(e.to_string()))?;
         let mut result = Vec::with_capacity(self.output_names.len());
         for name in &self.output_names {
@@ -702,6 +718,9 @@ impl Session for OrtRun {
             });
         }
         Ok(result)
+    }
+    fn interrupter(&self) -> Option<Arc<dyn super::watchdog::Interrupt>> {
+        Some(Arc::new(Terminate(Arc::clone(&self.run_options))))
     }
     fn synchronize(&mut self) -> Result<(), BackendError> {
         // `run` returns host-resident outputs: ONNX Runtime has copied them back and

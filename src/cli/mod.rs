@@ -671,6 +671,13 @@ pub struct BackendArgs {
     /// libtorch's and ACL's loads run on a thread acceval stops waiting for].
     #[arg(long, value_name = "S", value_parser = parse::positive_seconds)]
     pub load_timeout: Option<f64>,
+    /// The longest one inference may take, s; past it ONNX Runtime is told to stop the run
+    /// (exit 2 naming the budget), and an engine that cannot be interrupted (tract,
+    /// libtorch) ends the process with exit 2 [default: 10 s + 1 s per 10^9 operations of one
+    /// pass through the model, a loop's body once; a device provider's first run gets 600 s
+    /// more].
+    #[arg(long, value_name = "S", value_parser = parse::positive_seconds)]
+    pub run_timeout: Option<f64>,
 }
 
 #[derive(Debug, Args)]

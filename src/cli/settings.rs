@@ -22,6 +22,7 @@ impl BackendArgs {
             graph_opt: self.graph_opt,
             ep_options: ep_options(&self.ep_option)?,
             load_timeout_s: self.load_timeout,
+            run_timeout_s: self.run_timeout,
         })
     }
 }
