@@ -251,6 +251,21 @@ fn outputs(
                 }
                 notes.push(format!("{what}; its declared shape is reported"));
             }
+            // A declared element type the graph does not produce: ONNX Runtime refuses the
+            // model ("Type Error"), tract ignored the declaration and answered.
+            let declared = inputs::declared_fact(o).dtype;
+            if strict
+                && let (Some(want), Some(got)) = (declared, f.and_then(|f| f.dtype))
+                && want.0 != 0
+                && want != got
+            {
+                return Err(AnalyseError::Malformed(format!(
+                    "output '{}' is declared {} but the graph produces {} there",
+                    o.name,
+                    want.name(),
+                    got.name()
+                )));
+            }
             Ok(inputs::describe(o, f.and_then(|f| f.shape.clone())))
         })
         .collect()

@@ -226,6 +226,11 @@ fn binary(n: &NodeIn) -> R<Vec<Fact>> {
     {
         return n.malformed("the integer divisor holds 0 (division by zero is undefined)");
     }
+    if op == "Mod" && n.dtype(0).is_some_and(DataType::is_float) && n.attr_i("fmod", 0) != 1 {
+        return n.malformed(
+            "fmod = 0 on floating-point inputs: ONNX requires fmod = 1 for them (C fmod)",
+        );
+    }
     let shapes: Option<Vec<&Shape>> = (0..n.node.input.len()).map(|i| n.shape(i)).collect();
     let shape = match shapes {
         Some(s) => Some(broadcast(&s, n.label)?),

@@ -121,7 +121,7 @@ fn range(n: &NodeIn) -> R<Vec<Fact>> {
                 return n.contra("empty start, limit or delta");
             };
             if d == 0 {
-                return n.malformed("delta is 0 (ONNX Runtime refuses it; tract divided by it)");
+                return n.malformed("delta is 0: the count (limit - start) / delta is undefined");
             }
             let count = {
                 let (s, l, d) = (s as i128, l as i128, d as i128);
@@ -145,9 +145,14 @@ fn range(n: &NodeIn) -> R<Vec<Fact>> {
             else {
                 return n.contra("empty start, limit or delta");
             };
-            if d == 0.0 || !(l - s).is_finite() || !d.is_finite() {
+            if d == 0.0 {
                 return n.malformed(format_args!(
-                    "start {s}, limit {l}, delta {d}: the count (limit - start) / delta is not a number"
+                    "delta is 0 (start {s}, limit {l}): the count (limit - start) / delta is undefined"
+                ));
+            }
+            if !(l - s).is_finite() || !d.is_finite() || !((l - s) / d).is_finite() {
+                return n.malformed(format_args!(
+                    "start {s}, limit {l}, delta {d}: the count (limit - start) / delta is not a finite number"
                 ));
             }
             let count = ((l - s) / d).ceil().max(0.0) as i64;

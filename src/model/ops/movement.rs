@@ -288,10 +288,19 @@ fn pad(n: &NodeIn) -> R<Vec<Fact>> {
     if p.len() != 2 * axes.len() {
         return n.contra(format_args!("{} pads for {} axes", p.len(), axes.len()));
     }
+    let reflect = n.node.attr_s("mode").as_deref() == Some("reflect");
     let mut s = x.clone();
     for (j, &a) in axes.iter().enumerate() {
         let (begin, end) = (p[j], p[j + axes.len()]);
         s[a] = match &s[a] {
+            // A reflection repeats at most the axis less its edge: ONNX Runtime refuses a
+            // longer one, and tract answered one with values other than ONNX's reference.
+            Dim::Known(v) if reflect && begin.max(end) > v - 1 => {
+                return n.contra(format_args!(
+                    "reflect pads {begin} and {end} on axis {a} of input {}, more than its {v} elements less one",
+                    shape_str(x)
+                ));
+            }
             Dim::Known(v) => {
                 let d = n.add(n.add(*v, begin)?, end)?;
                 if d < 0 {

@@ -35,6 +35,18 @@ fn pool(n: &NodeIn) -> R<Vec<Fact>> {
             if k.is_empty() {
                 return n.contra("no kernel_shape");
             }
+            // A pad as large as the kernel leaves a window wholly in the padding, where max
+            // and average are undefined (tract answered MaxPool with exit 0 and AveragePool
+            // with NaN; ONNX's reference evaluator fails on the empty window).
+            if let Some(pads) = n.node.attr_ints("pads") {
+                for (j, &p) in pads.iter().enumerate() {
+                    if let Some(&kk) = k.get(j % k.len().max(1)).filter(|&&kk| p >= kk) {
+                        return n.malformed(format!(
+                            "pads[{j}] = {p} is not smaller than the kernel ({kk}): a window would lie wholly in the padding, where there is nothing to pool"
+                        ));
+                    }
+                }
+            }
             Some(window_shape(n, x, k, None)?)
         }
         None => None,
