@@ -186,6 +186,39 @@ def named_cases(out):
         model([helper.make_node("Loop", ["M", "c", "x"], ["y"], body=body)], [vi("x", [1, 4])], [vi("y", [1, 4])],
               [i64("M", 10**12), numpy_helper.from_array(np.array(True), "c")]),
         "clean error (ort:cpu: stopped at the 10 s run budget)")
+    # 11. Found by two more probes (2026-12-07): tract answered with exit 0 (an Einsum output
+    # label in no operand, LRN size 0, MaxPool padded past its kernel, a float Mod without
+    # fmod, a reflect Pad past its axis, an output declared with another type) or a caught
+    # panic (generated Gather/GatherND indices past the table).
+    f32 = lambda name, shape: numpy_helper.from_array(np.ones(shape, np.float32), name)
+    add("einsum_label_in_no_operand",
+        model([helper.make_node("Einsum", ["x"], ["y"], equation="ij->k")], [vi("x", [2, 3])], [vi("y", None)]),
+        "error naming the node")
+    add("lrn_size_0",
+        model([helper.make_node("LRN", ["x"], ["y"], size=0)], [vi("x", [1, 3, 4, 4])], [vi("y", None)]),
+        "error naming the node")
+    add("maxpool_pads_past_kernel",
+        model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], pads=[3, 3, 3, 3])],
+              [vi("x", [1, 2, 4, 4])], [vi("y", None)]),
+        "error naming the node")
+    add("float_mod_without_fmod",
+        model([helper.make_node("Mod", ["x", "z"], ["y"])], [vi("x", [2, 3])], [vi("y", None)], [f32("z", [2, 3])]),
+        "error naming the node")
+    add("reflect_pad_past_axis",
+        model([helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")], [vi("x", [1, 2, 4, 4])], [vi("y", None)],
+              [i64("p", [0, 0, 9, 9, 0, 0, 9, 9])]),
+        "error naming the node")
+    add("output_declared_other_type",
+        model([helper.make_node("Shape", ["x"], ["y"])], [vi("x", [2, 3])], [vi("y", [2])]),
+        "error naming the output")
+    add("gather_generated_indices_past_table",
+        model([helper.make_node("Gather", ["w", "idx"], ["y"])], [vi("idx", [3], TensorProto.INT64)], [vi("y", None)],
+              [f32("w", [4, 2])]),
+        "error naming the input (generated integers in [0, 10) on a 4-row table)")
+    add("gathernd_generated_indices_past_table",
+        model([helper.make_node("GatherND", ["w", "idx"], ["y"])], [vi("idx", [3, 1], TensorProto.INT64)],
+              [vi("y", None)], [f32("w", [4, 2])]),
+        "error naming the input (generated integers in [0, 10) on a 4-row table)")
     return cases
 
 

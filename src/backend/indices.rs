@@ -1,8 +1,12 @@
-//! Indices a run feeds straight into `Gather`, `GatherElements` or `ScatterElements` are
-//! checked against the axis they index before the engine sees them (issue 27). They are
+//! Indices a run feeds straight into `Gather`, `GatherElements`, `ScatterElements`,
+//! `GatherND` or `TopK`'s k are checked against the axis they index before the engine sees
+//! them (issue 27). They are
 //! data, so no admission check can see them; tract indexed past the table and panicked
 //! ("range start index 16 out of range for slice of length 8": caught, but the run said
 //! "the engine panicked"), where ONNX Runtime says "indices element out of data bounds".
+//! tract also returned five values from TopK of a 4-wide axis (k = 5 from the input, exit 0)
+//! and panicked on GatherND indices past their axis and on OneHot indices past the depth
+//! (valid ONNX: an all-off row, which ONNX Runtime computes; so that check is tract's only).
 //! Only graph inputs used directly as indices are checked, each run, outside the timed span:
 //! a scan of the index tensor (token ids, a few hundred integers), not of activations.
 
@@ -11,13 +15,23 @@ use std::path::Path;
 use crate::model::load::OnnxFile;
 use crate::model::tensor::{HostTensor, TensorData};
 
-/// Where the indexed tensor comes from.
+/// The shape of the tensor indexed: an initializer's dims, or a graph input's (read each run).
 #[derive(Debug, Clone, PartialEq)]
 enum Table {
-    /// An initializer of this many elements along the axis.
-    Fixed(i64),
-    /// A graph input (its size along the axis is read each run).
+    Fixed(Vec<i64>),
     Input(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Rule {
+    /// Every value in `-d..d`, `d` the table's size along `axis`.
+    Axis(i64),
+    /// One value in `0..=d` (TopK's k along `axis`).
+    Count(i64),
+    /// The last axis of the indices holds tuples over the table's axes from `batch_dims` on.
+    Tuples(usize),
+    /// Every value in `-depth..depth` (OneHot, on tract only: ONNX gives an all-off row).
+    Depth(i64),
 }
 
 /// One graph input used as the indices of one node.
@@ -27,111 +41,192 @@ pub struct IndexGuard {
     node: String,
     op: String,
     table: Table,
-    axis: i64,
+    rule: Rule,
 }
 
-const OPS: &[&str] = &["Gather", "GatherElements", "ScatterElements", "Scatter"];
-
-/// The guards of `model`'s main graph (none for a file acceval does not read, or cannot).
-pub fn guards(model: &Path) -> Vec<IndexGuard> {
+/// The guards of `model`'s main graph for `backend` (none for a file acceval does not read,
+/// or cannot).
+pub fn guards(model: &Path, backend: &str) -> Vec<IndexGuard> {
     let Ok(file) = OnnxFile::open(model) else {
         return Vec::new();
     };
+    let tract = matches!(backend, "cpu" | "cuda");
     let g = file.graph();
-    let inits: std::collections::HashMap<&str, &[i64]> = g
-        .initializer
-        .iter()
-        .map(|t| (t.name.as_str(), t.dims.as_slice()))
-        .collect();
+    let inits: std::collections::HashMap<&str, &crate::model::onnx::TensorProto> =
+        g.initializer.iter().map(|t| (t.name.as_str(), t)).collect();
     let is_input = |name: &str| !inits.contains_key(name) && g.input.iter().any(|i| i.name == name);
+    let table = |name: &str| match inits.get(name) {
+        Some(t) => Some(Table::Fixed(t.dims.clone())),
+        None if is_input(name) => Some(Table::Input(name.to_string())),
+        None => None,
+    };
     let mut out = Vec::new();
     for (i, n) in g.node.iter().enumerate() {
         let onnx = n.domain.is_empty() || n.domain == "ai.onnx";
-        if !onnx || !OPS.contains(&n.op_type.as_str()) || n.input.len() < 2 {
+        if !onnx || n.input.len() < 2 {
             continue;
         }
-        let (data, idx) = (n.input[0].as_str(), n.input[1].as_str());
-        if !is_input(idx) {
-            continue;
-        }
-        let axis = n
-            .attribute
-            .iter()
-            .find(|a| a.name == "axis")
-            .map_or(0, |a| a.i);
-        let table = match inits.get(data) {
-            Some(dims) => {
-                // Admission has checked the axis against the rank.
-                let r = dims.len() as i64;
-                let a = if axis < 0 { axis + r } else { axis };
-                match usize::try_from(a).ok().and_then(|a| dims.get(a)) {
-                    Some(&d) => Table::Fixed(d),
+        let attr = |name: &str, default: i64| {
+            n.attribute
+                .iter()
+                .find(|a| a.name == name)
+                .map_or(default, |a| a.i)
+        };
+        let rule = match n.op_type.as_str() {
+            "Gather" | "GatherElements" | "ScatterElements" | "Scatter" => {
+                Rule::Axis(attr("axis", 0))
+            }
+            "TopK" => Rule::Count(attr("axis", -1)),
+            "GatherND" => Rule::Tuples(usize::try_from(attr("batch_dims", 0)).unwrap_or(0)),
+            "OneHot" if tract => {
+                let depth = n.input.get(1).and_then(|d| inits.get(d.as_str()));
+                let value = depth.and_then(|t| {
+                    t.int_values(1)
+                        .and_then(|v| v.first().copied())
+                        .or_else(|| t.float_values(1).and_then(|v| v.first().map(|&f| f as i64)))
+                });
+                match value {
+                    Some(d) => Rule::Depth(d),
                     None => continue,
                 }
             }
-            None if is_input(data) => Table::Input(data.to_string()),
-            None => continue,
+            _ => continue,
+        };
+        // OneHot's indices are its input 0; the others index their input 0 with input 1.
+        let (idx, data) = match rule {
+            Rule::Depth(_) => (n.input[0].as_str(), None),
+            _ => (n.input[1].as_str(), table(&n.input[0])),
+        };
+        if !is_input(idx) {
+            continue;
+        }
+        let table = match (&rule, data) {
+            (Rule::Depth(_), _) => Table::Fixed(Vec::new()),
+            (_, Some(t)) => t,
+            (_, None) => continue,
         };
         out.push(IndexGuard {
             input: idx.to_string(),
             node: n.label(i),
             op: n.op_type.clone(),
             table,
-            axis,
+            rule,
         });
     }
     out
 }
 
-/// The first index of `t` outside `-d..d`, with its flat position.
-fn first_outside(t: &TensorData, d: i64) -> Option<(usize, i64)> {
-    let bad = |v: i64| v < -d || v >= d;
+/// The values of an integer tensor, in logical order (`None` for other types).
+fn ints(t: &TensorData) -> Option<Box<dyn Iterator<Item = i64> + '_>> {
     match t {
-        TensorData::I64(a) => a
-            .iter()
-            .enumerate()
-            .find(|&(_, &v)| bad(v))
-            .map(|(k, &v)| (k, v)),
-        TensorData::I32(a) => a
-            .iter()
-            .enumerate()
-            .find(|&(_, &v)| bad(i64::from(v)))
-            .map(|(k, &v)| (k, i64::from(v))),
+        TensorData::I64(a) => Some(Box::new(a.iter().copied())),
+        TensorData::I32(a) => Some(Box::new(a.iter().map(|&v| i64::from(v)))),
         _ => None,
     }
 }
 
-/// Checks `inputs` against `guards`: the message names the input, the index, the node and
+/// `shape[axis]`, `axis` negative from the end.
+fn dim(shape: &[i64], axis: i64) -> Option<i64> {
+    let a = if axis < 0 {
+        axis + shape.len() as i64
+    } else {
+        axis
+    };
+    usize::try_from(a).ok().and_then(|a| shape.get(a)).copied()
+}
+
+impl IndexGuard {
+    /// What is wrong with `idx`, given the table's `shape`.
+    fn violation(&self, idx: &TensorData, shape: &[i64]) -> Option<String> {
+        let values = ints(idx)?;
+        let outside = |k: usize, v: i64, lo: i64, hi: i64, of: String| {
+            format!(
+                "input '{}' holds {v} (element {k}), outside {lo}..={hi}: node '{}' ({}) takes {of}",
+                self.input, self.node, self.op
+            )
+        };
+        match self.rule {
+            Rule::Axis(axis) => {
+                let d = dim(shape, axis)?;
+                let (k, v) = values.enumerate().find(|&(_, v)| v < -d || v >= d)?;
+                Some(outside(
+                    k,
+                    v,
+                    -d,
+                    d - 1,
+                    format!("one of the {d} entries along axis {axis}"),
+                ))
+            }
+            Rule::Count(axis) => {
+                let d = dim(shape, axis)?;
+                let (k, v) = values.enumerate().find(|&(_, v)| v < 0 || v > d)?;
+                Some(outside(
+                    k,
+                    v,
+                    0,
+                    d,
+                    format!("a k of at most the {d} elements along axis {axis}"),
+                ))
+            }
+            Rule::Depth(depth) => {
+                let (k, v) = values
+                    .enumerate()
+                    .find(|&(_, v)| v < -depth || v >= depth)?;
+                Some(format!(
+                    "{} on tract, which stops on others (ONNX gives an all-off row for them; --backend ort:cpu computes it)",
+                    outside(
+                        k,
+                        v,
+                        -depth,
+                        depth - 1,
+                        format!("an index within its depth of {depth}")
+                    )
+                ))
+            }
+            Rule::Tuples(batch) => {
+                let m = *idx.shape().last()?;
+                let axes = shape.get(batch..)?;
+                let (k, v) = values
+                    .enumerate()
+                    .find(|&(k, v)| axes.get(k % m.max(1)).is_some_and(|&d| v < -d || v >= d))?;
+                let d = axes[k % m];
+                Some(outside(
+                    k,
+                    v,
+                    -d,
+                    d - 1,
+                    format!(
+                        "at position {} of each index tuple one of the {d} entries of axis {}",
+                        k % m,
+                        batch + k % m
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+/// Checks `inputs` against `guards`: the message names the input, the value, the node and
 /// the valid range.
 pub fn check(guards: &[IndexGuard], inputs: &[HostTensor]) -> Result<(), String> {
     for g in guards {
         let Some(idx) = inputs.iter().find(|t| t.name == g.input) else {
             continue;
         };
-        let d = match &g.table {
-            Table::Fixed(d) => *d,
+        let runtime;
+        let shape: &[i64] = match &g.table {
+            Table::Fixed(dims) => dims,
             Table::Input(name) => {
                 let Some(t) = inputs.iter().find(|t| &t.name == name) else {
                     continue;
                 };
-                let shape = t.data.shape();
-                let r = shape.len() as i64;
-                let a = if g.axis < 0 { g.axis + r } else { g.axis };
-                match usize::try_from(a).ok().and_then(|a| shape.get(a)) {
-                    Some(&d) => d as i64,
-                    None => continue,
-                }
+                runtime = t.data.shape().iter().map(|&d| d as i64).collect::<Vec<_>>();
+                &runtime
             }
         };
-        if let Some((k, v)) = first_outside(&idx.data, d) {
+        if let Some(why) = g.violation(&idx.data, shape) {
             return Err(format!(
-                "input '{}' holds the index {v} (element {k}), outside the {d} entries node '{}' ({}) indexes along axis {} (valid: {}..={}): the input does not fit the model (generated integers are in [0, 10); give the input with --input {}=FILE.npy)",
-                g.input,
-                g.node,
-                g.op,
-                g.axis,
-                -d,
-                d - 1,
+                "{why}: the input does not fit the model (generated integers are in [0, 10); give the input with --input {}=FILE.npy)",
                 g.input
             ));
         }

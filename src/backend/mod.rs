@@ -408,7 +408,7 @@ pub fn load(
         session,
         watch,
         given,
-        indices: indices::guards(model),
+        indices: indices::guards(model, &spec.backend),
     }))
 }
 
