@@ -98,20 +98,26 @@ struct Window {
 }
 
 impl Window {
-    fn of(n: &NodeIn, rank: usize) -> Window {
-        let ints = |name: &str, default: i64, len: usize| {
-            n.node
-                .attr_ints(name)
-                .map(|v| v.to_vec())
-                .unwrap_or_else(|| vec![default; len])
+    /// The window attributes of `n` over `rank` spatial axes; a list of another length is
+    /// malformed (tract indexed past a one-value `strides` of a 2-D Conv and panicked; ONNX
+    /// Runtime: "Attribute strides has incorrect size").
+    fn of(n: &NodeIn, rank: usize) -> R<Window> {
+        let ints = |name: &str, default: i64, len: usize| match n.node.attr_ints(name) {
+            Some(v) if v.len() != len => n.malformed(format_args!(
+                "{name} has {} value{}; {len} are needed for {rank} spatial axes",
+                v.len(),
+                if v.len() == 1 { "" } else { "s" }
+            )),
+            Some(v) => Ok(v.to_vec()),
+            None => Ok(vec![default; len]),
         };
-        Window {
+        Ok(Window {
             rank,
-            strides: ints("strides", 1, rank),
-            dilations: ints("dilations", 1, rank),
-            pads: ints("pads", 0, 2 * rank),
+            strides: ints("strides", 1, rank)?,
+            dilations: ints("dilations", 1, rank)?,
+            pads: ints("pads", 0, 2 * rank)?,
             auto_pad: n.node.attr_s("auto_pad").unwrap_or_else(|| "NOTSET".into()),
-        }
+        })
     }
     /// The stride of spatial axis `i`; ONNX requires it positive (a stride of 0 would divide
     /// by zero in the engine, a negative one walks backwards out of the input).
@@ -153,7 +159,7 @@ pub(super) fn window_shape(n: &NodeIn, x: &Shape, k: &[i64], channels: Option<Di
             sr + 2
         ));
     }
-    let win = Window::of(n, sr);
+    let win = Window::of(n, sr)?;
     let mut out = vec![x[0].clone(), channels.unwrap_or_else(|| x[1].clone())];
     for (i, &ki) in k.iter().enumerate() {
         let dim = match x[i + 2].known() {
@@ -248,7 +254,7 @@ fn conv_transpose_shape(n: &NodeIn, x: &Shape, w: &Shape) -> R<Shape> {
         .attr_ints("kernel_shape")
         .map(|k| k.to_vec())
         .unwrap_or_else(|| w[2..].iter().map(|d| d.known().unwrap_or(1)).collect());
-    let win = Window::of(n, sr);
+    let win = Window::of(n, sr)?;
     let out_pad = n.node.attr_ints("output_padding").unwrap_or(&[]);
     let explicit = n.node.attr_ints("output_shape");
     let mut out = vec![x[0].clone(), cout];
