@@ -94,16 +94,7 @@ fn file(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {
 }
 
 fn npy(shape: &str, body: &[u8]) -> Vec<u8> {
-    let mut h = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
-    while !(10 + h.len() + 1).is_multiple_of(64) {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut b = b"\x93NUMPY\x01\x00".to_vec();
-    b.extend((h.len() as u16).to_le_bytes());
-    b.extend(h.as_bytes());
-    b.extend(body);
-    b
+    common::npy_bytes("<f4", shape, body)
 }
 
 fn jpeg_and_png() -> [Vec<u8>; 2] {

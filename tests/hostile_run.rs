@@ -261,19 +261,8 @@ fn given_inputs_that_cannot_be_read_or_matched_are_errors() {
 
 /// Writes a (1, 4) float32 .npy of ones at `p`; returns its path.
 fn npy_of_ones(p: &std::path::Path) -> String {
-    let h = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }";
-    let mut h = h.to_string();
-    while !(10 + h.len() + 1).is_multiple_of(64) {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut b = b"\x93NUMPY\x01\x00".to_vec();
-    b.extend((h.len() as u16).to_le_bytes());
-    b.extend(h.as_bytes());
-    for _ in 0..4 {
-        b.extend(1f32.to_le_bytes());
-    }
-    std::fs::write(p, b).unwrap();
+    let body: Vec<u8> = (0..4).flat_map(|_| 1f32.to_le_bytes()).collect();
+    std::fs::write(p, npy_bytes("<f4", "(1, 4)", &body)).unwrap();
     p.display().to_string()
 }
 
@@ -651,13 +640,26 @@ fn defects_the_engine_panicked_or_spun_on_are_refused_naming_the_node() {
     }
 }
 
+/// `x` (FP32, `dims`) through one `op` node with `attrs` to an unshaped output `y`.
+fn one_node(
+    dims: &[i64],
+    op: &str,
+    attrs: Vec<acceval::model::onnx::AttributeProto>,
+) -> GraphBuilder {
+    GraphBuilder::new("g")
+        .input("x", F, dims)
+        .node(node(op, &["x"], &["y"], attrs))
+        .output_unshaped("y", F)
+}
+
 /// What tract answered with exit 0 or a caught panic where ONNX Runtime refuses: an Einsum
 /// output label in no operand (tract returned a tensor of 3.69), an LRN of size 0, generated
 /// indices (integers in [0, 10)) past a 4-row Gather table (tract's caught panic, "range
 /// start index 16 out of range"), a MaxPool padded past its kernel, a float Mod without
 /// fmod, an output declared with another element type than the graph's, a reflect Pad
-/// longer than its axis (tract's values differed from ONNX's reference by up to 0.97). Each
-/// is exit 2 naming the node or output, on every backend.
+/// longer than its axis (tract's values differed from ONNX's reference by up to 0.97), a 2-D
+/// Conv with one stride (a byte flip in the campaign; tract panicked on it). Each is exit 2
+/// naming the node or output, on every backend.
 #[test]
 fn defects_tract_answered_or_panicked_on_are_refused_naming_the_node() {
     let x = |g: GraphBuilder| g.input("x", F, &[2, 3]);
@@ -667,26 +669,15 @@ fn defects_tract_answered_or_panicked_on_are_refused_naming_the_node() {
     }
     let cases: Vec<(GraphBuilder, &str)> = vec![
         (
-            x(GraphBuilder::new("g"))
-                .node(node(
-                    "Einsum",
-                    &["x"],
-                    &["y"],
-                    vec![attr("equation", Attr::Str("ij->k"))],
-                ))
-                .output_unshaped("y", F),
+            one_node(
+                &[2, 3],
+                "Einsum",
+                vec![attr("equation", Attr::Str("ij->k"))],
+            ),
             "node 'Einsum_y' (Einsum): output label 'k' of equation 'ij->k' appears in no operand",
         ),
         (
-            GraphBuilder::new("g")
-                .input("x", F, &[1, 3, 4, 4])
-                .node(node(
-                    "LRN",
-                    &["x"],
-                    &["y"],
-                    vec![attr("size", Attr::Int(0))],
-                ))
-                .output_unshaped("y", F),
+            one_node(&[1, 3, 4, 4], "LRN", vec![attr("size", Attr::Int(0))]),
             "node 'LRN_y' (LRN): size = 0: it must be at least 1",
         ),
         (
@@ -698,18 +689,14 @@ fn defects_tract_answered_or_panicked_on_are_refused_naming_the_node() {
             "outside -4..=3: node 'Gather_y' (Gather) takes one of the 4 entries along axis 0",
         ),
         (
-            GraphBuilder::new("g")
-                .input("x", F, &[1, 2, 4, 4])
-                .node(node(
-                    "MaxPool",
-                    &["x"],
-                    &["y"],
-                    vec![
-                        attr("kernel_shape", Attr::Ints(vec![2, 2])),
-                        attr("pads", Attr::Ints(vec![3, 3, 3, 3])),
-                    ],
-                ))
-                .output_unshaped("y", F),
+            one_node(
+                &[1, 2, 4, 4],
+                "MaxPool",
+                vec![
+                    attr("kernel_shape", Attr::Ints(vec![2, 2])),
+                    attr("pads", Attr::Ints(vec![3, 3, 3, 3])),
+                ],
+            ),
             "node 'MaxPool_y' (MaxPool): pads[0] = 3 is not smaller than the kernel (2)",
         ),
         (
@@ -738,22 +725,25 @@ fn defects_tract_answered_or_panicked_on_are_refused_naming_the_node() {
                 .output_unshaped("y", F),
             "node 'Pad_y' (Pad): reflect pads 9 and 9 on axis 2 of input 1x2x4x4, more than its 4 elements less one",
         ),
+        (
+            GraphBuilder::new("g")
+                .input("x", F, &[1, 2, 4, 4])
+                .init(tensor_f32("w", &[2, 2, 1, 1], 1))
+                .node(node(
+                    "Conv",
+                    &["x", "w"],
+                    &["y"],
+                    vec![attr("strides", Attr::Ints(vec![216]))],
+                ))
+                .output_unshaped("y", F),
+            "node 'Conv_y' (Conv): strides has 1 value; 2 are needed for 2 spatial axes",
+        ),
     ];
     for (g, want) in cases {
         let w = write(g, 17);
+        let m = w.path.to_str().unwrap();
         for b in &backends {
-            let err = clean(
-                &[
-                    "run",
-                    "--model",
-                    w.path.to_str().unwrap(),
-                    "--backend",
-                    b,
-                    "--seed",
-                    "3",
-                ],
-                want,
-            );
+            let err = clean(&["run", "--model", m, "--backend", b, "--seed", "3"], want);
             assert!(!err.contains("panicked"), "{b}: {err}");
         }
     }
@@ -770,22 +760,12 @@ fn endless_loop() -> GraphBuilder {
         .output("c_out", DataType::BOOL, &[])
         .output("h_out", F, &[1, 4])
         .graph;
-    GraphBuilder::new("g")
-        .input("x", F, &[1, 4])
-        .init(tensor_i64("trip", &[], &[1_000_000_000_000]))
-        .init(acceval::model::build::tensor_raw(
-            "keep",
-            DataType::BOOL,
-            &[],
-            vec![1],
-        ))
-        .node(node(
-            "Loop",
-            &["trip", "keep", "x"],
-            &["y"],
-            vec![attr("body", Attr::Graph(body))],
-        ))
-        .output("y", F, &[1, 4])
+    with_loop(
+        GraphBuilder::new("g").input("x", F, &[1, 4]),
+        1_000_000_000_000,
+        body,
+    )
+    .output("y", F, &[1, 4])
 }
 
 /// Forty 512×512 self-products, each squashed by a Sigmoid: 5.4 G multiply-accumulates, a
@@ -810,19 +790,11 @@ fn matmul_chain() -> GraphBuilder {
 #[test]
 fn a_run_past_its_budget_ends_with_exit_2_naming_it() {
     let w = write(matmul_chain(), 17);
+    let m = w.path.to_str().unwrap();
     let t = std::time::Instant::now();
+    let budget = ["--runs", "3", "--run-timeout", "0.05"];
     let err = clean(
-        &[
-            "run",
-            "--model",
-            w.path.to_str().unwrap(),
-            "--backend",
-            "cpu",
-            "--runs",
-            "3",
-            "--run-timeout",
-            "0.05",
-        ],
+        &[&["run", "--model", m, "--backend", "cpu"][..], &budget].concat(),
         "did not finish within 0.05 s (--run-timeout)",
     );
     assert!(
@@ -831,28 +803,20 @@ fn a_run_past_its_budget_ends_with_exit_2_naming_it() {
     );
     assert!(t.elapsed().as_secs_f64() < 10.0, "{:?}", t.elapsed());
     // The same model within a budget it fits runs, exit 0.
-    let ok = bin()
-        .args(["run", "--model", w.path.to_str().unwrap(), "--runs", "1"])
-        .args(["--run-timeout", "60"])
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    let (code, _, err) = acceval(&["run", "--model", m, "--runs", "1", "--run-timeout", "60"]);
+    assert_eq!(code, 0, "{err}");
     if !ort_available() {
         return;
     }
     let w = write(endless_loop(), 17);
+    let m = w.path.to_str().unwrap();
     for command in ["run", "bench"] {
         let t = std::time::Instant::now();
         let err = clean(
             &[
                 command,
                 "--model",
-                w.path.to_str().unwrap(),
+                m,
                 "--backend",
                 "ort:cpu",
                 "--run-timeout",
@@ -867,13 +831,7 @@ fn a_run_past_its_budget_ends_with_exit_2_naming_it() {
     // not 10^12 times): 10 s here, so the case ends well inside 20 s.
     let t = std::time::Instant::now();
     clean(
-        &[
-            "run",
-            "--model",
-            w.path.to_str().unwrap(),
-            "--backend",
-            "ort:cpu",
-        ],
+        &["run", "--model", m, "--backend", "ort:cpu"],
         "did not finish within 10 s (the default",
     );
     let took = t.elapsed().as_secs_f64();
@@ -883,21 +841,9 @@ fn a_run_past_its_budget_ends_with_exit_2_naming_it() {
 /// An `.npy` of int64 `values` in `shape`.
 fn npy_i64(p: &std::path::Path, shape: &[usize], values: &[i64]) -> String {
     let dims: Vec<String> = shape.iter().map(|d| format!("{d},")).collect();
-    let mut h = format!(
-        "{{'descr': '<i8', 'fortran_order': False, 'shape': ({}), }}",
-        dims.join(" ")
-    );
-    while !(10 + h.len() + 1).is_multiple_of(64) {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut b = b"\x93NUMPY\x01\x00".to_vec();
-    b.extend((h.len() as u16).to_le_bytes());
-    b.extend(h.as_bytes());
-    for v in values {
-        b.extend(v.to_le_bytes());
-    }
-    std::fs::write(p, b).unwrap();
+    let body: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let shape = format!("({})", dims.join(" "));
+    std::fs::write(p, npy_bytes("<i8", &shape, &body)).unwrap();
     p.display().to_string()
 }
 
@@ -968,22 +914,15 @@ fn index_inputs_past_what_the_node_indexes_are_refused_before_the_run() {
     );
     assert!(!err.contains("panicked"), "{err}");
     if ort_available() {
-        let out = bin()
-            .args([
-                "run",
-                "--model",
-                m,
-                "--backend",
-                "ort:cpu",
-                "--input",
-                &input,
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let (code, _, err) = acceval(&[
+            "run",
+            "--model",
+            m,
+            "--backend",
+            "ort:cpu",
+            "--input",
+            &input,
+        ]);
+        assert_eq!(code, 0, "{err}");
     }
 }

@@ -3,8 +3,7 @@
 mod common;
 
 use acceval::model::build::{
-    Attr, GraphBuilder, attr, node, tensor_external, tensor_f32, tensor_i64, tensor_zeros,
-    value_info,
+    Attr, GraphBuilder, attr, node, tensor_external, tensor_f32, tensor_zeros, value_info,
 };
 use acceval::model::onnx::{DataType, GraphProto};
 use acceval::model::params::TensorSource;
@@ -150,23 +149,14 @@ fn loop_with_static_trip_count_multiplies_body() {
         .output("c_out", DataType::BOOL, &[])
         .output("h_out", F, &[1, 16])
         .graph;
-    let g = GraphBuilder::new("g")
-        .input("x", F, &[1, 16])
-        .init(tensor_f32("wl", &[16, 16], 1))
-        .init(tensor_i64("trip", &[], &[3]))
-        .init(acceval::model::build::tensor_raw(
-            "keep",
-            DataType::BOOL,
-            &[],
-            vec![1],
-        ))
-        .node(node(
-            "Loop",
-            &["trip", "keep", "x"],
-            &["y"],
-            vec![attr("body", Attr::Graph(body))],
-        ))
-        .output("y", F, &[]);
+    let g = with_loop(
+        GraphBuilder::new("g")
+            .input("x", F, &[1, 16])
+            .init(tensor_f32("wl", &[16, 16], 1)),
+        3,
+        body,
+    )
+    .output("y", F, &[]);
     let a = analyse_graph(g, 17);
     assert_eq!(a.macs, Some(768));
     assert_eq!(a.per_op[0].multiplier, 3);

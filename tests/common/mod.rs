@@ -32,6 +32,40 @@ pub fn write(g: GraphBuilder, opset: i64) -> Written {
     write_bytes("model.onnx", &g.encode(opset))
 }
 
+/// An `.npy` (format 1.0) of `descr` (e.g. `<f4`) in `shape` (a Python tuple, `(2, 3)`)
+/// holding `body`, its header padded to 64 bytes as numpy writes it.
+pub fn npy_bytes(descr: &str, shape: &str, body: &[u8]) -> Vec<u8> {
+    let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while !(10 + h.len() + 1).is_multiple_of(64) {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend((h.len() as u16).to_le_bytes());
+    b.extend(h.as_bytes());
+    b.extend(body);
+    b
+}
+
+/// `g` with a Loop over `body` from its input `x` to its output `y`: `trip` iterations,
+/// the condition constantly true.
+pub fn with_loop(
+    g: GraphBuilder,
+    trip: i64,
+    body: acceval::model::onnx::GraphProto,
+) -> GraphBuilder {
+    use acceval::model::build::{Attr, attr, node, tensor_i64, tensor_raw};
+    use acceval::model::onnx::DataType;
+    g.init(tensor_i64("trip", &[], &[trip]))
+        .init(tensor_raw("keep", DataType::BOOL, &[], vec![1]))
+        .node(node(
+            "Loop",
+            &["trip", "keep", "x"],
+            &["y"],
+            vec![attr("body", Attr::Graph(body))],
+        ))
+}
+
 pub fn analyse_graph(g: GraphBuilder, opset: i64) -> Analysis {
     let w = write(g, opset);
     analyse(&w.path, &[]).expect("analyse")
