@@ -882,7 +882,8 @@ fn index_inputs_past_what_the_node_indexes_are_refused_before_the_run() {
         (
             gather_nd,
             format!("i={i}"),
-            "input 'i' holds 9 (element 1), outside -4..=3: node 'GatherND_y' (GatherND) takes at position 0 of each index tuple one of the 4 entries of axis 0",
+            // outside -4..=3 on ONNX Runtime, 0..=3 on tract (which stops on negative ones)
+            "..=3: node 'GatherND_y' (GatherND) takes at position 0 of each index tuple one of the 4 entries of axis 0",
         ),
     ];
     for (g, input, want) in cases {
@@ -911,6 +912,148 @@ fn index_inputs_past_what_the_node_indexes_are_refused_before_the_run() {
     let err = clean(
         &["run", "--model", m, "--backend", "cpu", "--input", &input],
         "outside -4..=3: node 'OneHot_y' (OneHot) takes an index within its depth of 4 on tract, which stops on others",
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    if ort_available() {
+        let (code, _, err) = acceval(&[
+            "run",
+            "--model",
+            m,
+            "--backend",
+            "ort:cpu",
+            "--input",
+            &input,
+        ]);
+        assert_eq!(code, 0, "{err}");
+    }
+}
+
+/// A scalar FP32 initializer.
+fn scalar_f32(name: &str, v: f32) -> acceval::model::onnx::TensorProto {
+    acceval::model::onnx::TensorProto {
+        name: name.into(),
+        data_type: F.0,
+        float_data: vec![v],
+        ..Default::default()
+    }
+}
+
+/// `x` ([1, 8] FP32) sliced along axis 1 from 0 to 8 by `step`.
+fn slice_by(step: i64) -> GraphBuilder {
+    GraphBuilder::new("g")
+        .input("x", F, &[1, 8])
+        .init(tensor_i64("s", &[1], &[0]))
+        .init(tensor_i64("e", &[1], &[8]))
+        .init(tensor_i64("a", &[1], &[1]))
+        .init(tensor_i64("st", &[1], &[step]))
+        .node(node("Slice", &["x", "s", "e", "a", "st"], &["y"], vec![]))
+        .output_unshaped("y", F)
+}
+
+/// Valid ONNX that tract 0.23.9 panicked on or answered wrongly, found by the sixth campaign
+/// round and by a probe comparing tract's outputs with ONNX Runtime's: a Slice step of 2^62
+/// (tract keeps steps as 32 bits: 0, a division by zero) or 2^32 + 2 (2: four elements where
+/// ONNX takes one), a Mod of a shape by 2^32 + 3 (a [1, 1] shape for [4, 6]), a float Range
+/// of delta 0.5 (a division by zero), Squeeze axes [-1, 0] (an index panic), a negative
+/// (cropping) pad and a negative GatherND index (panics at run time), a reverse LSTM (run
+/// forward: outputs off by up to 0.19). Each is exit 2 on tract naming the node and the
+/// limit; ONNX Runtime runs each, exit 0.
+#[test]
+fn valid_onnx_tract_gets_wrong_is_refused_on_tract_and_runs_on_ort() {
+    let x = || GraphBuilder::new("g").input("x", F, &[4, 6]);
+    let cases: Vec<(GraphBuilder, &str)> = vec![
+        (
+            slice_by(1 << 62),
+            "node 'Slice_y' (Slice): step 4611686018427387904 is past what tract takes: tract keeps a Slice's steps as 32-bit integers (at most 2147483647 in magnitude) and would wrap this one (to a step of 0)",
+        ),
+        (
+            slice_by((1 << 32) + 2),
+            "step 4294967298 is past what tract takes: tract keeps a Slice's steps as 32-bit integers (at most 2147483647 in magnitude) and would wrap this one (to a step of 2)",
+        ),
+        (
+            x().init(tensor_i64("c", &[2], &[(1 << 32) + 3, (1 << 32) + 5]))
+                .node(node("Shape", &["x"], &["s"], vec![]))
+                .node(node("Mod", &["s", "c"], &["y"], vec![]))
+                .output_unshaped("y", DataType::INT64),
+            "node 'Mod_y' (Mod): the constant 4294967299 is past 32 bits, and tract's shape arithmetic casts it to 32 bits (to 3)",
+        ),
+        (
+            GraphBuilder::new("g")
+                .init(scalar_f32("a", 0.0))
+                .init(scalar_f32("l", 3.0))
+                .init(scalar_f32("d", 0.5))
+                .node(node("Range", &["a", "l", "d"], &["y"], vec![]))
+                .output_unshaped("y", F),
+            "node 'Range_y' (Range): a floating-point delta of 0.5: tract sizes a Range by its delta cast to an integer (0 here) and divides by it",
+        ),
+        (
+            GraphBuilder::new("g")
+                .input("x", F, &[1, 4, 1])
+                .init(tensor_i64("a", &[2], &[-1, 0]))
+                .node(node("Squeeze", &["x", "a"], &["y"], vec![]))
+                .output_unshaped("y", F),
+            "node 'Squeeze_y' (Squeeze): axes [-1, 0] out of ascending order: tract removes the axes in reverse of the order given and stops",
+        ),
+        (
+            x().init(tensor_i64("p", &[4], &[-1, 0, 0, -2]))
+                .node(node("Pad", &["x", "p"], &["y"], vec![]))
+                .output_unshaped("y", F),
+            "node 'Pad_y' (Pad): a negative pad (-1): tract pads but does not crop, and its run stops; crop with a Slice instead, or use --backend ort:cpu, which runs it",
+        ),
+        (
+            x().init(tensor_i64("i", &[2, 2], &[-1, -1, 0, -6]))
+                .node(node("GatherND", &["x", "i"], &["y"], vec![]))
+                .output_unshaped("y", F),
+            "node 'GatherND_y' (GatherND): a negative index (-1): ONNX counts it from the end of its axis, and tract stops on it",
+        ),
+        (
+            GraphBuilder::new("g")
+                .input("x", F, &[4, 1, 2])
+                .init(tensor_f32("w", &[1, 12, 2], 1))
+                .init(tensor_f32("r", &[1, 12, 3], 2))
+                .node(node(
+                    "LSTM",
+                    &["x", "w", "r"],
+                    &["y"],
+                    vec![
+                        attr("hidden_size", Attr::Int(3)),
+                        attr("direction", Attr::Str("reverse")),
+                    ],
+                ))
+                .output_unshaped("y", F),
+            "node 'LSTM_y' (LSTM): direction = reverse: tract 0.23.9 runs it forward",
+        ),
+    ];
+    for (g, want) in cases {
+        let w = write(g, 17);
+        let m = w.path.to_str().unwrap();
+        let err = clean(&["run", "--model", m, "--backend", "cpu"], want);
+        assert!(!err.contains("panicked"), "{err}");
+        if ort_available() {
+            let (code, _, err) = acceval(&["run", "--model", m, "--backend", "ort:cpu"]);
+            assert_eq!(code, 0, "{want}: {err}");
+        }
+    }
+}
+
+/// GatherND index tuples given as an input with a negative entry: ONNX counts it from the
+/// end (ONNX Runtime runs it); tract stopped on it (a caught panic), so on tract the run-time
+/// index check takes only 0..d.
+#[test]
+fn negative_gathernd_input_indices_are_refused_on_tract_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = GraphBuilder::new("g")
+        .input("i", DataType::INT64, &[2, 2])
+        .init(tensor_f32("w", &[4, 6], 1))
+        .node(node("GatherND", &["w", "i"], &["y"], vec![]))
+        .output_unshaped("y", F);
+    let w = write(g, 17);
+    let m = w.path.to_str().unwrap();
+    let idx = npy_i64(&dir.path().join("i.npy"), &[2, 2], &[0, 1, 3, -2]);
+    let input = format!("i={idx}");
+    let err = clean(
+        &["run", "--model", m, "--backend", "cpu", "--input", &input],
+        "input 'i' holds -2 (element 3), outside 0..=5: node 'GatherND_y' (GatherND) takes at position 1 of each index tuple one of the 6 entries of axis 1 on tract, which stops on negative ones",
     );
     assert!(!err.contains("panicked"), "{err}");
     if ort_available() {

@@ -1,14 +1,14 @@
 //! Indices a run feeds straight into `Gather`, `GatherElements`, `ScatterElements`,
 //! `GatherND` or `TopK`'s k are checked against the axis they index before the engine sees
-//! them (issue 27). They are
-//! data, so no admission check can see them; tract indexed past the table and panicked
-//! ("range start index 16 out of range for slice of length 8": caught, but the run said
-//! "the engine panicked"), where ONNX Runtime says "indices element out of data bounds".
-//! tract also returned five values from TopK of a 4-wide axis (k = 5 from the input, exit 0)
-//! and panicked on GatherND indices past their axis and on OneHot indices past the depth
-//! (valid ONNX: an all-off row, which ONNX Runtime computes; so that check is tract's only).
-//! Only graph inputs used directly as indices are checked, each run, outside the timed span:
-//! a scan of the index tensor (token ids, a few hundred integers), not of activations.
+//! them (issue 27). They are data, so no admission check can see them; tract indexed past
+//! the table and panicked ("range start index 16 out of range for slice of length 8":
+//! caught, but the run said "the engine panicked"), where ONNX Runtime says "indices
+//! element out of data bounds". tract also returned five values from TopK of a 4-wide axis
+//! (k = 5 from the input, exit 0) and panicked on GatherND indices past their axis and on
+//! OneHot indices past the depth (valid ONNX: an all-off row, which ONNX Runtime computes;
+//! so that check is tract's only). Only graph inputs used directly as indices are checked,
+//! each run, outside the timed span: a scan of the index tensor (token ids, a few hundred
+//! integers), not of activations, that allocates nothing unless it finds a value outside.
 
 use std::path::Path;
 
@@ -18,7 +18,7 @@ use crate::model::tensor::{HostTensor, TensorData};
 /// The shape of the tensor indexed: an initializer's dims, or a graph input's (read each run).
 #[derive(Debug, Clone, PartialEq)]
 enum Table {
-    Fixed(Vec<i64>),
+    Fixed(Vec<usize>),
     Input(String),
 }
 
@@ -28,8 +28,9 @@ enum Rule {
     Axis(i64),
     /// One value in `0..=d` (TopK's k along `axis`).
     Count(i64),
-    /// The last axis of the indices holds tuples over the table's axes from `batch_dims` on.
-    Tuples(usize),
+    /// The last axis of the indices holds tuples over the table's axes from `batch_dims` on;
+    /// negative entries only where the engine takes them (not tract: it stopped on them).
+    Tuples(usize, bool),
     /// Every value in `-depth..depth` (OneHot, on tract only: ONNX gives an all-off row).
     Depth(i64),
 }
@@ -56,7 +57,12 @@ pub fn guards(model: &Path, backend: &str) -> Vec<IndexGuard> {
         g.initializer.iter().map(|t| (t.name.as_str(), t)).collect();
     let is_input = |name: &str| !inits.contains_key(name) && g.input.iter().any(|i| i.name == name);
     let table = |name: &str| match inits.get(name) {
-        Some(t) => Some(Table::Fixed(t.dims.clone())),
+        Some(t) => t
+            .dims
+            .iter()
+            .map(|&d| usize::try_from(d).ok())
+            .collect::<Option<Vec<_>>>()
+            .map(Table::Fixed),
         None if is_input(name) => Some(Table::Input(name.to_string())),
         None => None,
     };
@@ -77,7 +83,7 @@ pub fn guards(model: &Path, backend: &str) -> Vec<IndexGuard> {
                 Rule::Axis(attr("axis", 0))
             }
             "TopK" => Rule::Count(attr("axis", -1)),
-            "GatherND" => Rule::Tuples(usize::try_from(attr("batch_dims", 0)).unwrap_or(0)),
+            "GatherND" => Rule::Tuples(usize::try_from(attr("batch_dims", 0)).unwrap_or(0), !tract),
             "OneHot" if tract => {
                 let depth = n.input.get(1).and_then(|d| inits.get(d.as_str()));
                 let value = depth.and_then(|t| {
@@ -116,29 +122,40 @@ pub fn guards(model: &Path, backend: &str) -> Vec<IndexGuard> {
     out
 }
 
-/// The values of an integer tensor, in logical order (`None` for other types).
-fn ints(t: &TensorData) -> Option<Box<dyn Iterator<Item = i64> + '_>> {
-    match t {
-        TensorData::I64(a) => Some(Box::new(a.iter().copied())),
-        TensorData::I32(a) => Some(Box::new(a.iter().map(|&v| i64::from(v)))),
-        _ => None,
-    }
-}
-
 /// `shape[axis]`, `axis` negative from the end.
-fn dim(shape: &[i64], axis: i64) -> Option<i64> {
+fn dim(shape: &[usize], axis: i64) -> Option<i64> {
     let a = if axis < 0 {
         axis + shape.len() as i64
     } else {
         axis
     };
-    usize::try_from(a).ok().and_then(|a| shape.get(a)).copied()
+    usize::try_from(a)
+        .ok()
+        .and_then(|a| shape.get(a))
+        .map(|&d| d as i64)
 }
 
 impl IndexGuard {
-    /// What is wrong with `idx`, given the table's `shape`.
-    fn violation(&self, idx: &TensorData, shape: &[i64]) -> Option<String> {
-        let values = ints(idx)?;
+    /// What is wrong with `idx` (an integer tensor; others are not indices), given the
+    /// table's `shape`. Allocates nothing unless it finds a value outside.
+    fn violation(&self, idx: &TensorData, shape: &[usize]) -> Option<String> {
+        match idx {
+            TensorData::I64(a) => self.first_outside(a.iter().copied(), idx.shape(), shape),
+            TensorData::I32(a) => {
+                self.first_outside(a.iter().map(|&v| i64::from(v)), idx.shape(), shape)
+            }
+            _ => None,
+        }
+    }
+
+    /// The first of `values` (in logical order, of an index tensor of `idx_shape`) outside
+    /// what the node takes from a table of `shape`.
+    fn first_outside(
+        &self,
+        values: impl Iterator<Item = i64>,
+        idx_shape: &[usize],
+        shape: &[usize],
+    ) -> Option<String> {
         let outside = |k: usize, v: i64, lo: i64, hi: i64, of: String| {
             format!(
                 "input '{}' holds {v} (element {k}), outside {lo}..={hi}: node '{}' ({}) takes {of}",
@@ -183,24 +200,33 @@ impl IndexGuard {
                     )
                 ))
             }
-            Rule::Tuples(batch) => {
-                let m = *idx.shape().last()?;
+            Rule::Tuples(batch, negative) => {
+                let m = *idx_shape.last()?;
                 let axes = shape.get(batch..)?;
-                let (k, v) = values
-                    .enumerate()
-                    .find(|&(k, v)| axes.get(k % m.max(1)).is_some_and(|&d| v < -d || v >= d))?;
-                let d = axes[k % m];
-                Some(outside(
+                let low = |d: i64| if negative { -d } else { 0 };
+                let (k, v) = values.enumerate().find(|&(k, v)| {
+                    axes.get(k % m.max(1))
+                        .is_some_and(|&d| v < low(d as i64) || v >= d as i64)
+                })?;
+                let d = axes[k % m] as i64;
+                let why = outside(
                     k,
                     v,
-                    -d,
+                    low(d),
                     d - 1,
                     format!(
                         "at position {} of each index tuple one of the {d} entries of axis {}",
                         k % m,
                         batch + k % m
                     ),
-                ))
+                );
+                Some(if negative || v >= d {
+                    why
+                } else {
+                    format!(
+                        "{why} on tract, which stops on negative ones (ONNX counts them from the end; --backend ort:cpu computes it)"
+                    )
+                })
             }
         }
     }
@@ -213,16 +239,12 @@ pub fn check(guards: &[IndexGuard], inputs: &[HostTensor]) -> Result<(), String>
         let Some(idx) = inputs.iter().find(|t| t.name == g.input) else {
             continue;
         };
-        let runtime;
-        let shape: &[i64] = match &g.table {
+        let shape: &[usize] = match &g.table {
             Table::Fixed(dims) => dims,
-            Table::Input(name) => {
-                let Some(t) = inputs.iter().find(|t| &t.name == name) else {
-                    continue;
-                };
-                runtime = t.data.shape().iter().map(|&d| d as i64).collect::<Vec<_>>();
-                &runtime
-            }
+            Table::Input(name) => match inputs.iter().find(|t| &t.name == name) {
+                Some(t) => t.data.shape(),
+                None => continue,
+            },
         };
         if let Some(why) = g.violation(&idx.data, shape) {
             return Err(format!(
