@@ -6,6 +6,7 @@ result (exit 0) or one clean error (exit 2), never a panic (exit 101, or a signa
 
 Usage: hostile_models.py [--bin target/debug/acceval] [--out DIR] [--cases N] [--seed S]
                          [--seeds-from DIR ...] [--keep] [--command C] [--backend B]
+                         [--check-against REF]
 
   --bin         the acceval binary (default target/debug/acceval)
   --out         where the generated files go (default: a temporary folder, removed unless
@@ -20,11 +21,17 @@ Usage: hostile_models.py [--bin target/debug/acceval] [--out DIR] [--cases N] [-
                 is the reference, the same file on --backend the side graded) or serve (exit 2,
                 or ready, one inference of zeros answered, live, exit 0 on SIGTERM)
   --backend     the backend of run, bench and accuracy (default cpu; ort:cpu, ...)
+  --check-against  with --command run: every case BACKEND answers (exit 0) runs again on REF
+                (e.g. ort:cpu) with the same generated inputs, and the outputs (`--output
+                .npz`) are compared: other shapes, NaNs in other places or values apart by more
+                than 1e-3 relative (1e-4 of the largest magnitude absolute) are a "mismatch",
+                counted as a defect like a panic: exit 0 with a wrong answer. A case REF
+                refuses is counted as "ok (REF refused)" and listed.
 
 Needs the `onnx` and `numpy` packages (the CI venv has them). Prints one line per named case
-(what came back), then a table: cases | ok | clean errors | panics | hangs | other; and
-every panic or hang with the file that caused it (kept under --out). Exit status 1 when any
-panic or hang was seen.
+(what came back), then a table: cases | ok | clean errors | panics | hangs | other (|
+mismatches); and every panic, hang or mismatch with the file that caused it (kept under
+--out). Exit status 1 when any was seen.
 
 Mutations: random byte flips, truncation, deleted/duplicated nodes, dims set to huge,
 negative or zero values, attributes set to extreme integers, initializers whose data no
@@ -219,6 +226,31 @@ def named_cases(out):
         model([helper.make_node("GatherND", ["w", "idx"], ["y"])], [vi("idx", [3, 1], TensorProto.INT64)],
               [vi("y", None)], [f32("w", [4, 2])]),
         "error naming the input (generated integers in [0, 10) on a 4-row table)")
+    # 12. Found by the sixth campaign round (2026-12-07): a Slice step of 2^62, which tract
+    # keeps as a 32-bit 0 and divided by (a caught panic); ONNX Runtime takes one element.
+    add("slice_step_past_32_bits",
+        model([helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])], [vi("x", [1, 8])], [vi("y", None)],
+              [i64("s", [0]), i64("e", [8]), i64("a", [1]), i64("st", [1 << 62])]),
+        "tract: error naming the node (32-bit steps); ort:cpu: ok, one element")
+    # 13. Found by a probe comparing tract's outputs with ONNX Runtime's (2026-12-07): valid
+    # ONNX tract panicked on (cropping pads, descending Squeeze axes, a float Range delta
+    # below 1) or ran wrongly (a reverse LSTM ran forward). ONNX Runtime runs each.
+    add("pad_negative_crops",
+        model([helper.make_node("Pad", ["x", "p"], ["y"])], [vi("x", [4, 6])], [vi("y", None)],
+              [i64("p", [-1, 0, 0, -2])]),
+        "tract: error naming the node; ort:cpu: ok")
+    add("squeeze_axes_descending",
+        model([helper.make_node("Squeeze", ["x", "a"], ["y"])], [vi("x", [1, 4, 1])], [vi("y", None)],
+              [i64("a", [-1, 0])]),
+        "tract: error naming the node; ort:cpu: ok")
+    add("range_float_delta_half",
+        model([helper.make_node("Range", ["s", "l", "d"], ["y"])], [], [vi("y", None)],
+              [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("s", 0), ("l", 3), ("d", 0.5))]),
+        "tract: error naming the node; ort:cpu: ok")
+    add("lstm_reverse",
+        model([helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=3, direction="reverse")],
+              [vi("x", [4, 1, 2])], [vi("y", None)], [f32("w", [1, 12, 2]), f32("r", [1, 12, 3])]),
+        "tract: error naming the node (it ran reverse forward); ort:cpu: ok")
     return cases
 
 
@@ -459,7 +491,48 @@ def serve_case(bin_, path, timeout, backend):
         return f"other({type(e).__name__})", f"{e}\n{p.stderr.read().decode('utf-8', 'replace')}"
 
 
-def run(bin_, path, timeout, command="inspect", backend="cpu"):
+def outputs(path):
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def compare(bin_, path, timeout, backend, ref, got):
+    """`run` of PATH on REF with the same generated inputs, its outputs against GOT's (the
+    .npz BACKEND wrote): None when they agree, else (kind, what differs)."""
+    want = got + ".ref.npz"
+    try:
+        r = subprocess.run([bin_, "run", "--backend", ref, "--model", path, "--runs", "1",
+                            "--output", want], capture_output=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return "ok (ref hung)", ""
+    if r.returncode not in (0, 1) or not os.path.isfile(want):
+        return f"ok ({ref} refused)", r.stderr.decode("utf-8", "replace").strip()
+    if not os.path.isfile(got):
+        return "mismatch", f"{backend} wrote no outputs"
+    a, b = outputs(got), outputs(want)
+    if sorted(a) != sorted(b):
+        return "mismatch", f"outputs {sorted(a)} on {backend}, {sorted(b)} on {ref}"
+    for k in sorted(a):
+        x, y = a[k], b[k]
+        if x.shape != y.shape:
+            return "mismatch", f"output '{k}': shape {x.shape} on {backend}, {y.shape} on {ref}"
+        if x.dtype.kind not in "fcbiu" or y.dtype.kind not in "fcbiu":
+            continue
+        x, y = x.astype(np.float64), y.astype(np.float64)
+        if not np.array_equal(np.isnan(x), np.isnan(y)):
+            return "mismatch", f"output '{k}': NaN in other places on {backend} and {ref}"
+        fin = ~np.isnan(y)
+        big = float(np.abs(y[fin & np.isfinite(y)]).max(initial=0.0))
+        if not np.allclose(x[fin], y[fin], rtol=1e-3, atol=1e-4 * max(1.0, big), equal_nan=True):
+            d = np.abs(x[fin] - y[fin])
+            i = int(np.nanargmax(np.where(np.isnan(d), np.inf, d)))
+            return "mismatch", (f"output '{k}' {x.shape}: max |difference| {d[i]:.6g} "
+                                f"({x[fin][i]:.6g} on {backend}, {y[fin][i]:.6g} on {ref})")
+    return None
+
+
+def run(bin_, path, timeout, command="inspect", backend="cpu", ref=None):
     if command == "serve":
         kind, res = serve_case(bin_, path, timeout, backend)
         if kind:
@@ -471,14 +544,24 @@ def run(bin_, path, timeout, command="inspect", backend="cpu"):
             return "clean error", err
         return ("panic" if "panicked" in err or code in (101, 134) or code < 0
                 else f"other({code})"), err
+    args = argv(bin_, command, backend, path)
+    got = None
+    if ref and command == "run":
+        got = path + f".{backend.replace(':', '_')}.npz"
+        args += ["--output", got]
     try:
-        r = subprocess.run(argv(bin_, command, backend, path), capture_output=True,
-                           timeout=timeout, stdin=subprocess.DEVNULL)
+        r = subprocess.run(args, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return "hang", ""
     err = r.stderr.decode("utf-8", "replace").strip()
     # bench's exit 1 is a finished run judged INVALID (two samples are too few), accuracy's
     # a finished grade that failed: both are results.
+    # run's exit 1 is a finished run whose outputs are not finite (NaN, Inf): a result too.
+    finished = r.returncode == 0 or (r.returncode == 1 and command == "run" and "not finite" in err)
+    if finished and got:
+        return compare(bin_, path, timeout, backend, ref, got) or ("ok", err)
+    if finished:
+        return "ok", err
     if r.returncode == 0 or (r.returncode == 1 and command in ("bench", "accuracy")
                              and "panicked" not in err):
         return "ok", err
@@ -511,17 +594,21 @@ def main():
                     help="inspect (default), run, bench, accuracy or serve: what each case goes through")
     ap.add_argument("--backend", default="cpu",
                     help="the backend of run, bench and accuracy (cpu, ort:cpu, ...)")
+    ap.add_argument("--check-against", metavar="REF",
+                    help="with --command run: compare every answered case's outputs with REF's")
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="acceval-hostile-")
     os.makedirs(out, exist_ok=True)
-    bad = []
+    bad, refused = [], []
     print("named cases:")
     cases = named_cases(out)
     for name, path, want in cases:
-        kind, err = run(a.bin, path, a.timeout, a.command, a.backend)
+        kind, err = run(a.bin, path, a.timeout, a.command, a.backend, a.check_against)
         print(f"  {name:28} {kind:12} (want: {want}) {summary(err)[:160]}")
-        if kind in ("panic", "hang") or kind.startswith("other"):
+        if kind in ("panic", "hang", "mismatch") or kind.startswith("other"):
             bad.append((name, path, kind, err))
+        elif kind.startswith("ok ("):
+            refused.append((name, kind, err))
     rng = random.Random(a.seed)
     regular, hostile = seed_files(a.seeds_from, cases)
     seeds = regular + hostile
@@ -552,14 +639,17 @@ def main():
             if (side.endswith((".data", ".bin")) and os.path.isfile(s) and not os.path.islink(s)
                     and not os.path.exists(os.path.join(mdir, side))):
                 shutil.copy(s, os.path.join(mdir, side))
-        kind, err = run(a.bin, path, a.timeout, a.command, a.backend)
-        key = kind if kind in ("ok", "clean error", "panic", "hang") else "other"
+        kind, err = run(a.bin, path, a.timeout, a.command, a.backend, a.check_against)
+        key = ("ok" if kind.startswith("ok") else
+               kind if kind in ("clean error", "panic", "hang", "mismatch") else "other")
         tally.setdefault(mut.__name__, {}).setdefault(key, 0)
         tally[mut.__name__][key] += 1
-        if key in ("panic", "hang", "other"):
+        if key in ("panic", "hang", "other", "mismatch"):
             bad.append((os.path.basename(path), path, kind, err))
+        elif kind != "ok":
+            refused.append((os.path.basename(path), kind, err))
         made += 1
-    cols = ["ok", "clean error", "panic", "hang", "other"]
+    cols = ["ok", "clean error", "panic", "hang", "other"] + (["mismatch"] if a.check_against else [])
     print(f"\nmutation campaign: {made} cases from {len(regular)} regular and {len(hostile)} hostile seed models (seed {a.seed})")
     print("| mutation | cases | " + " | ".join(cols) + " |")
     print("|---|---|" + "---|" * len(cols))
@@ -570,6 +660,8 @@ def main():
             total[c] += row.get(c, 0)
         print(f"| {name} | {sum(row.values())} | " + " | ".join(str(row.get(c, 0)) for c in cols) + " |")
     print(f"| **all** | {made} | " + " | ".join(str(total[c]) for c in cols) + " |")
+    for name, kind, err in refused:
+        print(f"\n{kind}: {name}\n  {summary(err)[:240]}")
     for name, path, kind, err in bad:
         print(f"\n{kind}: {name} ({path})\n  {summary(err)}")
     if not (a.keep or a.out):
