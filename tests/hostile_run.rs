@@ -1069,3 +1069,29 @@ fn negative_gathernd_input_indices_are_refused_on_tract_only() {
         assert_eq!(code, 0, "{err}");
     }
 }
+
+/// A malformed model whose declared input is 8 GiB ([1, 2^31] FP32): the admission refuses it
+/// before acceval generates the input (campaign round 7: 27.7 s to generate it, then the
+/// refusal), on `run` and `bench`.
+#[test]
+fn a_malformed_model_with_a_huge_input_is_refused_before_the_input_is_generated() {
+    let g = GraphBuilder::new("g")
+        .input("x", F, &[1, 1 << 31])
+        .init(tensor_i64("s", &[1], &[0]))
+        .init(tensor_i64("e", &[1], &[8]))
+        .init(tensor_i64("a", &[1], &[1]))
+        .init(tensor_i64("st", &[1], &[i64::MIN]))
+        .node(node("Slice", &["x", "s", "e", "a", "st"], &["y"], vec![]))
+        .output_unshaped("y", F);
+    let w = write(g, 17);
+    let m = w.path.to_str().unwrap();
+    for cmd in ["run", "bench"] {
+        let t0 = std::time::Instant::now();
+        clean(
+            &[cmd, "--model", m, "--runs", "1"],
+            "node 'Slice_y' (Slice): step -2^63 (its magnitude does not fit a 64-bit integer)",
+        );
+        let secs = t0.elapsed().as_secs_f64();
+        assert!(secs < 5.0, "{cmd}: refused after {secs:.1} s");
+    }
+}

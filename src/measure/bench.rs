@@ -480,7 +480,7 @@ pub fn measure_part(
     }
     // A model file acceval does not read (.om, .pt): its backend declares the inputs, and
     // only model-only runs of given or seeded tensors apply.
-    let (specs, loaded) = super::run::model_inputs(&model, &s.backend, false)?;
+    let (specs, loaded) = super::run::model_inputs(&model, &s.backend, false, &s.shapes)?;
     let foreign = loaded.is_some();
     let entry = zoo::identify(&model).map(|(e, _)| e);
     let task = s.task.or(entry.as_ref().map(|e| e.task));
