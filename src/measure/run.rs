@@ -134,7 +134,9 @@ pub(super) fn model_inputs(
         // before it the model goes through the admission the load runs first anyway, and a
         // malformed one is refused at once rather than after the generation (campaign round
         // 7: a Slice of step -2^63 on a [1, 2^31] input was refused after 27.7 s).
-        if planned_bytes(&specs, shapes) > 1 << 30 {
+        // An input past the tensor budget is refused by the generation itself, naming it.
+        let (total, largest) = planned_bytes(&specs, shapes);
+        if total > 1 << 30 && largest <= crate::util::limits::max_tensor_bytes() {
             let given: Vec<(String, Vec<usize>)> = shapes
                 .iter()
                 .map(|s| {
@@ -182,8 +184,8 @@ pub(super) fn model_inputs(
 }
 
 /// The bytes of the inputs acceval would generate for `specs` at `shapes` (else the declared
-/// dims; an input of unknown dims counts 0), saturating.
-fn planned_bytes(specs: &[crate::data::inputs::InputSpec], shapes: &[InputShape]) -> u64 {
+/// dims; an input of unknown dims counts 0), saturating: in all, and of the largest.
+fn planned_bytes(specs: &[crate::data::inputs::InputSpec], shapes: &[InputShape]) -> (u64, u64) {
     specs
         .iter()
         .map(|spec| {
@@ -198,7 +200,7 @@ fn planned_bytes(specs: &[crate::data::inputs::InputSpec], shapes: &[InputShape]
             let bytes = spec.dtype.bits().unwrap_or(32).div_ceil(8);
             dims.map_or(0, |d| d.iter().fold(bytes, |a, &x| a.saturating_mul(x)))
         })
-        .fold(0u64, u64::saturating_add)
+        .fold((0u64, 0u64), |(t, l), b| (t.saturating_add(b), l.max(b)))
 }
 
 /// What `run_task` needs.
