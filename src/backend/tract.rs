@@ -433,122 +433,131 @@ fn tract_limits<'a>(
             consts.insert(o.as_str(), t);
         }
     }
-    let constant = |name: Option<&String>| name.and_then(|s| consts.get(s.as_str())).copied();
-    let ints = |name: Option<&String>| constant(name).and_then(|t| t.int_values(1 << 16));
     for (i, n) in g.node.iter().enumerate() {
-        let onnx = n.domain.is_empty() || n.domain == "ai.onnx";
-        let refuse = |what: String, fix: &str| {
-            Err(format!(
-                "node '{}' ({}): {what}; {fix}, or use --backend ort:cpu, which runs it",
-                n.label(i),
-                n.op_type
-            ))
-        };
-        match n.op_type.as_str() {
-            _ if !onnx => {}
-            "Slice" => {
-                let steps = ints(n.input.get(4)).unwrap_or_default();
-                if let Some(step) = steps.into_iter().find(|s| i32::try_from(*s).is_err()) {
-                    return refuse(
-                        format!(
-                            "step {step} is past what tract takes: tract keeps a Slice's steps as 32-bit integers (at most 2147483647 in magnitude) and would wrap this one (to a step of {})",
-                            step as i32
-                        ),
-                        "a step at least the axis's length picks the same one element, so write the axis's length instead",
-                    );
-                }
-            }
-            "Mul" | "Div" | "Mod" => {
-                let wide = n
-                    .input
-                    .iter()
-                    .filter_map(|x| ints(Some(x)))
-                    .flatten()
-                    .find(|v| i32::try_from(*v).is_err());
-                if let Some(v) = wide {
-                    return refuse(
-                        format!(
-                            "the constant {v} is past 32 bits, and tract's shape arithmetic casts it to 32 bits (to {})",
-                            v as i32
-                        ),
-                        "keep the constant within ±2147483647",
-                    );
-                }
-            }
-            "Range" => {
-                let delta = constant(n.input.get(2))
-                    .filter(|t| DataType(t.data_type).is_float())
-                    .and_then(|t| t.float_values(1))
-                    .and_then(|v| v.first().copied());
-                if let Some(d) = delta.filter(|d| d.abs() < 1.0) {
-                    return refuse(
-                        format!(
-                            "a floating-point delta of {d}: tract sizes a Range by its delta cast to an integer (0 here) and divides by it"
-                        ),
-                        "write an integer Range scaled by the delta (Mul after a Cast)",
-                    );
-                }
-            }
-            "Squeeze" => {
-                let axes = match n.attr_ints("axes") {
-                    Some(a) => Some(a.to_vec()),
-                    None => ints(n.input.get(1)),
-                };
-                // Normalised by the rank, which is not known here: a negative axis after a
-                // non-negative one, or a pair of one sign descending, is out of order at
-                // every rank.
-                let out_of_order = axes.as_ref().is_some_and(|a| {
-                    a.windows(2).any(|w| {
-                        (w[0] < 0 && w[1] >= 0) || ((w[0] < 0) == (w[1] < 0) && w[0] > w[1])
-                    })
-                });
-                if out_of_order {
-                    return refuse(
-                        format!(
-                            "axes {:?} out of ascending order: tract removes the axes in reverse of the order given and stops",
-                            axes.unwrap_or_default()
-                        ),
-                        "list the axes in ascending order (non-negative ones first)",
-                    );
-                }
-            }
-            "Pad" => {
-                let pads = match n.attr_ints("pads") {
-                    Some(p) => Some(p.to_vec()),
-                    None => ints(n.input.get(1)),
-                };
-                if let Some(p) = pads.and_then(|p| p.into_iter().find(|&v| v < 0)) {
-                    return refuse(
-                        format!(
-                            "a negative pad ({p}): tract pads but does not crop, and its run stops"
-                        ),
-                        "crop with a Slice instead",
-                    );
-                }
-            }
-            "GatherND" => {
-                if let Some(v) = ints(n.input.get(1)).and_then(|v| v.into_iter().find(|&v| v < 0)) {
-                    return refuse(
-                        format!(
-                            "a negative index ({v}): ONNX counts it from the end of its axis, and tract stops on it"
-                        ),
-                        "write the index from the start of the axis",
-                    );
-                }
-            }
-            "LSTM" | "GRU" | "RNN" if n.attr_s("direction").as_deref() == Some("reverse") => {
-                return refuse(
-                    "direction = reverse: tract 0.23.9 runs it forward (its outputs differed from ONNX Runtime's by up to 0.19)".into(),
-                    "reverse the sequence (ReverseSequence) around a forward layer",
-                );
-            }
-            _ => {}
-        }
+        node_limits(n, i, &consts)?;
         for a in &n.attribute {
             for sub in a.g.iter().chain(&a.graphs) {
                 tract_limits(sub, consts.clone())?;
             }
         }
+    }
+    Ok(())
+}
+
+/// [`tract_limits`] for node `i` of a graph, `n`, given the constants in scope.
+fn node_limits(
+    n: &crate::model::onnx::NodeProto,
+    i: usize,
+    consts: &std::collections::HashMap<&str, &crate::model::onnx::TensorProto>,
+) -> Result<(), String> {
+    let constant = |name: Option<&String>| name.and_then(|s| consts.get(s.as_str())).copied();
+    let ints = |name: Option<&String>| constant(name).and_then(|t| t.int_values(1 << 16));
+    let onnx = n.domain.is_empty() || n.domain == "ai.onnx";
+    let refuse = |what: String, fix: &str| {
+        Err(format!(
+            "node '{}' ({}): {what}; {fix}, or use --backend ort:cpu, which runs it",
+            n.label(i),
+            n.op_type
+        ))
+    };
+    match n.op_type.as_str() {
+        _ if !onnx => {}
+        "Slice" => {
+            let steps = ints(n.input.get(4)).unwrap_or_default();
+            if let Some(step) = steps.into_iter().find(|s| i32::try_from(*s).is_err()) {
+                return refuse(
+                    format!(
+                        "step {step} is past what tract takes: tract keeps a Slice's steps as 32-bit integers (at most 2147483647 in magnitude) and would wrap this one (to a step of {})",
+                        step as i32
+                    ),
+                    "a step at least the axis's length picks the same one element, so write the axis's length instead",
+                );
+            }
+        }
+        "Mul" | "Div" | "Mod" => {
+            let wide = n
+                .input
+                .iter()
+                .filter_map(|x| ints(Some(x)))
+                .flatten()
+                .find(|v| i32::try_from(*v).is_err());
+            if let Some(v) = wide {
+                return refuse(
+                    format!(
+                        "the constant {v} is past 32 bits, and tract's shape arithmetic casts it to 32 bits (to {})",
+                        v as i32
+                    ),
+                    "keep the constant within ±2147483647",
+                );
+            }
+        }
+        "Range" => {
+            let delta = constant(n.input.get(2))
+                .filter(|t| DataType(t.data_type).is_float())
+                .and_then(|t| t.float_values(1))
+                .and_then(|v| v.first().copied());
+            if let Some(d) = delta.filter(|d| d.abs() < 1.0) {
+                return refuse(
+                    format!(
+                        "a floating-point delta of {d}: tract sizes a Range by its delta cast to an integer (0 here) and divides by it"
+                    ),
+                    "write an integer Range scaled by the delta (Mul after a Cast)",
+                );
+            }
+        }
+        "Squeeze" => {
+            let axes = match n.attr_ints("axes") {
+                Some(a) => Some(a.to_vec()),
+                None => ints(n.input.get(1)),
+            };
+            // Normalised by the rank, which is not known here: a negative axis after a
+            // non-negative one, or a pair of one sign descending, is out of order at
+            // every rank.
+            let out_of_order = axes.as_ref().is_some_and(|a| {
+                a.windows(2)
+                    .any(|w| (w[0] < 0 && w[1] >= 0) || ((w[0] < 0) == (w[1] < 0) && w[0] > w[1]))
+            });
+            if out_of_order {
+                return refuse(
+                    format!(
+                        "axes {:?} out of ascending order: tract removes the axes in reverse of the order given and stops",
+                        axes.unwrap_or_default()
+                    ),
+                    "list the axes in ascending order (non-negative ones first)",
+                );
+            }
+        }
+        "Pad" => {
+            let pads = match n.attr_ints("pads") {
+                Some(p) => Some(p.to_vec()),
+                None => ints(n.input.get(1)),
+            };
+            if let Some(p) = pads.and_then(|p| p.into_iter().find(|&v| v < 0)) {
+                return refuse(
+                    format!(
+                        "a negative pad ({p}): tract pads but does not crop, and its run stops"
+                    ),
+                    "crop with a Slice instead",
+                );
+            }
+        }
+        "GatherND" => {
+            if let Some(v) = ints(n.input.get(1)).and_then(|v| v.into_iter().find(|&v| v < 0)) {
+                return refuse(
+                    format!(
+                        "a negative index ({v}): ONNX counts it from the end of its axis, and tract stops on it"
+                    ),
+                    "write the index from the start of the axis",
+                );
+            }
+        }
+        "LSTM" | "GRU" | "RNN" if n.attr_s("direction").as_deref() == Some("reverse") => {
+            return refuse(
+                    "direction = reverse: tract 0.23.9 runs it forward (its outputs differed from ONNX Runtime's by up to 0.19)".into(),
+                    "reverse the sequence (ReverseSequence) around a forward layer",
+                );
+        }
+        _ => {}
     }
     Ok(())
 }
