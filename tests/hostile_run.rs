@@ -1078,6 +1078,60 @@ fn a_malformed_model_with_huge_inputs_is_refused_before_they_are_generated() {
     }
 }
 
+/// Integer arithmetic past 32 bits is refused on tract only where tract does it on its
+/// 32-bit shape integers (a Shape upstream, here through a Gather): an int64 input times
+/// 2^32 + 1 is data, which tract computes in 64 bits, so it runs and its answer is exact.
+#[test]
+fn wide_integer_arithmetic_is_refused_on_tract_only_on_shapes() {
+    let shape_times = GraphBuilder::new("g")
+        .input("x", F, &[4, 6])
+        .init(tensor_i64("i", &[1], &[1]))
+        .init(tensor_i64("c", &[1], &[(1 << 32) + 1]))
+        .node(node("Shape", &["x"], &["s"], vec![]))
+        .node(node("Gather", &["s", "i"], &["d"], vec![]))
+        .node(node("Mul", &["d", "c"], &["y"], vec![]))
+        .output_unshaped("y", DataType::INT64);
+    let w = write(shape_times, 17);
+    clean(
+        &[
+            "run",
+            "--model",
+            w.path.to_str().unwrap(),
+            "--backend",
+            "cpu",
+        ],
+        "node 'Mul_y' (Mul): the constant 4294967297 is past 32 bits, and tract's shape arithmetic casts it to 32 bits (to 1)",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let data_times = GraphBuilder::new("g")
+        .input("x", DataType::INT64, &[3])
+        .init(tensor_i64("c", &[1], &[(1 << 32) + 1]))
+        .node(node("Mul", &["x", "c"], &["y"], vec![]))
+        .output_unshaped("y", DataType::INT64);
+    let w = write(data_times, 17);
+    let x = npy_i64(&dir.path().join("x.npy"), &[3], &[1, -2, 3]);
+    let out = dir.path().join("y.npz");
+    let (code, _, err) = acceval(&[
+        "run",
+        "--model",
+        w.path.to_str().unwrap(),
+        "--backend",
+        "cpu",
+        "--input",
+        &format!("x={x}"),
+        "--output",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut r = ndarray_npy::NpzReader::new(std::fs::File::open(&out).unwrap()).unwrap();
+    let y: ndarray::ArrayD<i64> = r.by_name("y").unwrap();
+    let c = (1i64 << 32) + 1;
+    assert_eq!(
+        y.iter().copied().collect::<Vec<_>>(),
+        vec![c, -2 * c, 3 * c]
+    );
+}
+
 /// `run` of `model` with `input`: exit 2 naming `want` on tract, exit 0 on ONNX Runtime.
 fn refused_on_tract_run_on_ort(model: &str, input: &str, want: &str) {
     let err = clean(
