@@ -1076,6 +1076,14 @@ fn a_malformed_model_with_huge_inputs_is_refused_before_they_are_generated() {
         let secs = t0.elapsed().as_secs_f64();
         assert!(secs < 3.0, "{cmd}: refused after {secs:.1} s");
     }
+    // The conversion check generates its seeded sets (4 by default: 12 GiB here) first.
+    let t0 = std::time::Instant::now();
+    clean(
+        &["accuracy", "--model", m, "--against", m],
+        "node 'Slice_y' (Slice): step -2^63 (its magnitude does not fit a 64-bit integer)",
+    );
+    let secs = t0.elapsed().as_secs_f64();
+    assert!(secs < 3.0, "accuracy --against: refused after {secs:.1} s");
 }
 
 /// Integer arithmetic past 32 bits is refused on tract only where tract does it on its

@@ -135,6 +135,15 @@ fn grade(
 /// Runs the check.
 pub fn check(s: &ConversionSettings) -> Result<ConversionReport, Error> {
     let specs = input_specs(&s.converted)?;
+    let (total, largest) = crate::data::inputs::planned_bytes(&specs, &s.shapes);
+    let planned = (total.saturating_mul(s.sets.max(1) as u64), largest);
+    backend::budget::check_before_generating(&s.converted, planned, &s.shapes).map_err(
+        |reason| backend::BackendError::Load {
+            backend: "every engine".into(),
+            model: s.converted.display().to_string(),
+            reason,
+        },
+    )?;
     let mut sets = Vec::with_capacity(s.sets);
     for k in 0..s.sets.max(1) {
         let (set, _) = gather_inputs(&specs, &[], &s.shapes, s.seed.wrapping_add(k as u64 * 1000))?;

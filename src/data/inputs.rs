@@ -25,6 +25,26 @@ pub struct InputSpec {
     pub loose: bool,
 }
 
+/// The bytes of the inputs acceval would generate for `specs` at `shapes` (else the declared
+/// dims; an input of unknown dims counts 0), saturating: in all, and of the largest.
+pub fn planned_bytes(specs: &[InputSpec], shapes: &[InputShape]) -> (u64, u64) {
+    specs
+        .iter()
+        .map(|spec| {
+            let dims: Option<Vec<u64>> = match shapes.iter().find(|s| s.name == spec.name) {
+                Some(s) => s.dims.iter().map(|&d| u64::try_from(d).ok()).collect(),
+                None => spec
+                    .dims
+                    .iter()
+                    .map(|d| d.known().and_then(|v| u64::try_from(v).ok()))
+                    .collect(),
+            };
+            let bytes = spec.dtype.bits().unwrap_or(32).div_ceil(8);
+            dims.map_or(0, |d| d.iter().fold(bytes, |a, &x| a.saturating_mul(x)))
+        })
+        .fold((0u64, 0u64), |(t, l), b| (t.saturating_add(b), l.max(b)))
+}
+
 /// The real inputs of a model (graph inputs that are not initializers), in order.
 pub fn input_specs(model: &Path) -> Result<Vec<InputSpec>, Error> {
     let f = OnnxFile::open(model)?;

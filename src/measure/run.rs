@@ -130,30 +130,14 @@ pub(super) fn model_inputs(
         .is_none_or(|e| e.eq_ignore_ascii_case("onnx"));
     if onnx {
         let specs = input_specs(model)?;
-        // Generating a large input takes long (8 GiB: 27 s on the 2-core CI machine), so
-        // before it the model goes through the admission the load runs first anyway, and a
-        // malformed one is refused at once rather than after the generation (campaign round
-        // 7: a Slice of step -2^63 on a [1, 2^31] input was refused after 27.7 s).
-        // An input past the tensor budget is refused by the generation itself, naming it.
-        let (total, largest) = planned_bytes(&specs, shapes);
-        if total > 1 << 30 && largest <= crate::util::limits::max_tensor_bytes() {
-            let given: Vec<(String, Vec<usize>)> = shapes
-                .iter()
-                .map(|s| {
-                    (
-                        s.name.clone(),
-                        s.dims.iter().map(|&d| d.max(0) as usize).collect(),
-                    )
-                })
-                .collect();
-            backend::budget::check(model, &given).map_err(|reason| {
-                backend::BackendError::Load {
-                    backend: backend_settings.spec.to_string(),
-                    model: model.display().to_string(),
-                    reason,
-                }
-            })?;
-        }
+        let planned = crate::data::inputs::planned_bytes(&specs, shapes);
+        backend::budget::check_before_generating(model, planned, shapes).map_err(|reason| {
+            backend::BackendError::Load {
+                backend: backend_settings.spec.to_string(),
+                model: model.display().to_string(),
+                reason,
+            }
+        })?;
         return Ok((specs, None));
     }
     let session = backend::load(
@@ -181,26 +165,6 @@ pub(super) fn model_inputs(
         // The backend read it but cannot say its inputs: the file must be ONNX after all.
         None => Ok((input_specs(model)?, None)),
     }
-}
-
-/// The bytes of the inputs acceval would generate for `specs` at `shapes` (else the declared
-/// dims; an input of unknown dims counts 0), saturating: in all, and of the largest.
-fn planned_bytes(specs: &[crate::data::inputs::InputSpec], shapes: &[InputShape]) -> (u64, u64) {
-    specs
-        .iter()
-        .map(|spec| {
-            let dims: Option<Vec<u64>> = match shapes.iter().find(|s| s.name == spec.name) {
-                Some(s) => s.dims.iter().map(|&d| u64::try_from(d).ok()).collect(),
-                None => spec
-                    .dims
-                    .iter()
-                    .map(|d| d.known().and_then(|v| u64::try_from(v).ok()))
-                    .collect(),
-            };
-            let bytes = spec.dtype.bits().unwrap_or(32).div_ceil(8);
-            dims.map_or(0, |d| d.iter().fold(bytes, |a, &x| a.saturating_mul(x)))
-        })
-        .fold((0u64, 0u64), |(t, l), b| (t.saturating_add(b), l.max(b)))
 }
 
 /// What `run_task` needs.
