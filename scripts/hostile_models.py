@@ -253,6 +253,13 @@ def named_cases(out):
         model([helper.make_node("LSTM", ["x", "w", "r"], ["y"], hidden_size=3, direction="reverse")],
               [vi("x", [4, 1, 2])], [vi("y", None)], [f32("w", [1, 12, 2]), f32("r", [1, 12, 3])]),
         "tract: error naming the node (it ran reverse forward); ort:cpu: ok")
+    # 14. Found in review (2026-12-07): a Conv whose `strides` is misspelt `stride`; tract
+    # ignored the attribute and ran at stride 1, exit 0. ONNX's checker and ONNX Runtime
+    # refuse an attribute the operator does not define.
+    add("conv_attribute_misspelt",
+        model([helper.make_node("Conv", ["x", "w"], ["y"], stride=[2, 2])], [vi("x", [1, 1, 8, 8])],
+              [vi("y", None)], [f32("w", [1, 1, 3, 3])]),
+        "error naming the attribute, 'did you mean strides'")
     return cases
 
 

@@ -87,6 +87,68 @@ fn conv_with_stride_zero_is_a_clean_error() {
     assert!(e.contains("the model is malformed"), "{e}");
 }
 
+/// An attribute no opset of the operator defines: ONNX's checker and ONNX Runtime refuse it;
+/// tract ignored it, and a Conv whose `strides` was misspelt ran at stride 1 (a 6x6 output
+/// where the model meant 3x3), exit 0. Refused on every backend before the engine, with the
+/// nearest name.
+#[test]
+fn an_attribute_the_operator_does_not_define_is_refused_on_every_backend() {
+    let conv = |name: &str, value: Attr| {
+        GraphBuilder::new("g")
+            .input("x", F, &[1, 1, 8, 8])
+            .init(tensor_f32("w", &[1, 1, 3, 3], 1))
+            .node(node("Conv", &["x", "w"], &["y"], vec![attr(name, value)]))
+            .output_unshaped("y", F)
+    };
+    let relu = GraphBuilder::new("g")
+        .input("x", F, &[1, 4])
+        .node(node(
+            "Relu",
+            &["x"],
+            &["y"],
+            vec![attr("alpha", Attr::Float(0.1))],
+        ))
+        .output_unshaped("y", F);
+    let cases = [
+        (
+            write(conv("stride", Attr::Ints(vec![2, 2])), 17),
+            "node 'Conv_y' (Conv) has the attribute 'stride', which no opset of Conv defines: ONNX's checker and ONNX Runtime refuse it, and tract would ignore it; did you mean 'strides'? rename or remove it",
+        ),
+        (
+            write(conv("1ernel_shape", Attr::Ints(vec![3, 3])), 17),
+            "did you mean 'kernel_shape'?",
+        ),
+        (
+            write(relu, 17),
+            "(Relu) has the attribute 'alpha', which no opset of Relu defines: ONNX's checker and ONNX Runtime refuse it, and tract would ignore it; Relu takes consumed_inputs; rename",
+        ),
+    ];
+    let mut backends = vec!["cpu"];
+    if ort_available() {
+        backends.push("ort:cpu");
+    }
+    for (w, want) in &cases {
+        for b in &backends {
+            let m = w.path.to_str().unwrap();
+            let e = clean(&["run", "--model", m, "--backend", b], want);
+            assert!(e.contains("the model is malformed"), "{e}");
+        }
+    }
+    // The attributes a version defines are taken: opset 1's `consumed_inputs` on Relu.
+    let relu1 = GraphBuilder::new("g")
+        .input("x", F, &[1, 4])
+        .node(node(
+            "Relu",
+            &["x"],
+            &["y"],
+            vec![attr("consumed_inputs", Attr::Ints(vec![0]))],
+        ))
+        .output_unshaped("y", F);
+    let w = write(relu1, 1);
+    let (code, _, err) = acceval(&["run", "--model", w.path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// Defects of a graph's wiring that ONNX's checker refuses and that tract met as a panic
 /// (an index out of range, a missing key) or, for a name written twice, ran with whichever
 /// writer it kept: each is refused before any engine loads the model, naming the node.

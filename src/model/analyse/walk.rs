@@ -218,6 +218,30 @@ impl<'m> Walker<'m> {
                 "node '{label}' ({op}) leaves its input {k} empty, which {op} requires"
             )));
         }
+        // ONNX's checker refuses an attribute the operator does not define, and so does ONNX
+        // Runtime ("Unrecognized attribute"); tract ignored it, so a misspelt `strides`
+        // ran with the default strides.
+        if ops::is_onnx_domain(&node.domain)
+            && let Some(known) = ops::known_attributes(op)
+            && let Some(a) = node
+                .attribute
+                .iter()
+                .find(|a| !known.contains(&a.name.as_str()))
+        {
+            let near = known
+                .iter()
+                .filter(|k| strsim::damerau_levenshtein(k, &a.name) <= 2)
+                .min_by_key(|k| strsim::damerau_levenshtein(k, &a.name));
+            let hint = match near {
+                Some(k) => format!("did you mean '{k}'? "),
+                None if known.is_empty() => format!("{op} takes no attributes; "),
+                None => format!("{op} takes {}; ", known.join(", ")),
+            };
+            return Err(AnalyseError::Malformed(format!(
+                "node '{label}' ({op}) has the attribute '{}', which no opset of {op} defines: ONNX's checker and ONNX Runtime refuse it, and tract would ignore it; {hint}rename or remove it",
+                a.name
+            )));
+        }
         Ok(())
     }
 

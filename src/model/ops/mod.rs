@@ -67,6 +67,8 @@ mod recurrent;
 mod reduce;
 mod required;
 pub use required::required_inputs;
+mod attributes;
+pub use attributes::known_attributes;
 mod resize;
 mod slicing;
 
