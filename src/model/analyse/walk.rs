@@ -230,8 +230,10 @@ impl<'m> Walker<'m> {
         {
             let near = known
                 .iter()
-                .filter(|k| strsim::damerau_levenshtein(k, &a.name) <= 2)
-                .min_by_key(|k| strsim::damerau_levenshtein(k, &a.name));
+                .map(|k| (strsim::damerau_levenshtein(k, &a.name), k))
+                .filter(|&(d, _)| d <= 2)
+                .min()
+                .map(|(_, k)| k);
             let hint = match near {
                 Some(k) => format!("did you mean '{k}'? "),
                 None if known.is_empty() => format!("{op} takes no attributes; "),
