@@ -8,7 +8,9 @@
 #        SERVER_CPUS=0 CLIENT_CPUS=1 scripts/soak.sh ...   (pin each side with taskset, so the
 #        client's threads and the server's do not take each other's core; THREADS=1 then suits)
 #
-# Prints one line per window (rate, achieved req/s, failed, p99 ms, server RSS MiB), then the
+# Prints one line per window (rate, achieved req/s, failed, p99 ms, server RSS MiB, and the
+# hypervisor's steal time on the server's CPU from /proc/stat: the share of that window during
+# which the host ran something else on the core this VM thought it had), then the
 # verdicts: errors (must be 0), RSS growth from the end of the first window to the last
 # (at most 5 %), and P99 of the first window against the last (within 10 %). Exit 1 when the
 # errors or the memory fail; the P99 drift fails only with STRICT_P99=1 (on a shared 2-core
@@ -43,23 +45,30 @@ max=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["max_qps"] o
 rate=$("$py" -c "print(round($share * $max, 1))")
 echo "soak of $model on $backend at $url${SERVER_CPUS:+ (server on CPU $SERVER_CPUS, client on ${CLIENT_CPUS:-any})}: max QPS $max req/s, held at $share of it = $rate req/s for $duration s in $window s windows"
 rss() { awk '/^VmRSS/ {print $2 / 1024}' "/proc/$pid/status"; }
+# "steal total" jiffies of the server's CPU (the first of SERVER_CPUS; all CPUs when unpinned).
+steal_cpu=cpu
+[ -n "${SERVER_CPUS:-}" ] && steal_cpu="cpu${SERVER_CPUS%%[,-]*}"
+ticks() { awk -v c="$steal_cpu" '$1 == c {t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t}' /proc/stat; }
 n=$(( (duration + window - 1) / window ))
 : > "$work/windows.txt"
 for k in $(seq 1 "$n"); do
+  read -r s0 t0 < <(ticks)
   "${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --start-rate "$rate" --max-rate "$rate" \
     --slo 'p99<=10s' --error-budget 0.5 --step-duration "$window" --warmup-s 0 --json > "$work/w.json" || true
-  line=$("$py" - "$work/w.json" "$(rss)" <<'PY'
+  read -r s1 t1 < <(ticks)
+  steal=$(awk -v a="$((s1 - s0))" -v b="$((t1 - t0))" 'BEGIN {printf "%.2f", b > 0 ? 100 * a / b : 0}')
+  line=$("$py" - "$work/w.json" "$(rss)" "$steal" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 s = r["steps"][0]
 p99 = (s.get("latency_ms") or {}).get("p99")
 kinds = ",".join(f"{k}:{v}" for k, v in (s.get("failures") or {}).items()) or "-"
-print(s["achieved_rps"], s["sent"], s["failed"], p99 if p99 is not None else "nan", sys.argv[2], kinds)
+print(s["achieved_rps"], s["sent"], s["failed"], p99 if p99 is not None else "nan", sys.argv[2], kinds, sys.argv[3])
 PY
 )
   echo "$k $line" >> "$work/windows.txt"
   set -- $line
-  printf 'window %3d: achieved %8.1f req/s, sent %7d, failed %d (%s), p99 %8.3f ms, server RSS %7.1f MiB\n' "$k" "$1" "$2" "$3" "$6" "$4" "$5"
+  printf 'window %3d (%s): achieved %8.1f req/s, sent %7d, failed %d (%s), p99 %8.3f ms, server RSS %7.1f MiB, steal on %s %5.2f %%\n' "$k" "$(date -u +%H:%M:%S)" "$1" "$2" "$3" "$6" "$4" "$5" "$steal_cpu" "$7"
   kill -0 $pid 2>/dev/null || { echo "FAILED: the server died"; cat "$work/serve.err"; exit 1; }
 done
 # The host's capacity at the end, on the same long-lived server (END_PROBE=1, the default from
@@ -91,6 +100,7 @@ ok_err, ok_mem, ok_p99 = failed == 0, growth <= 5.0, abs(drift) <= 10.0
 print(f"requests: {sent} sent, {failed} failed: {'PASS' if ok_err else 'FAIL'} (must be 0)")
 print(f"server RSS: {rss0:.1f} MiB after window 1, {rss1:.1f} MiB after window {len(rows)}: {growth:+.2f} %: {'PASS' if ok_mem else 'FAIL'} (at most +5 %)")
 strict = os.environ.get("STRICT_P99") == "1"
+print(f"host steal on the server's CPU: {float(rows[0][7]):.2f} % of window 1, {float(rows[-1][7]):.2f} % of window {len(rows)}, at most {max(float(r[7]) for r in rows):.2f} % (time the hypervisor gave that core to another guest)")
 print(f"p99: {p0:.3f} ms in window 1, {p1:.3f} ms in window {len(rows)}: {drift:+.1f} %: {'PASS' if ok_p99 else 'FAIL'} (within 10 %{'' if strict else '; informational unless STRICT_P99=1'})")
 sys.exit(0 if ok_err and ok_mem and (ok_p99 or not strict) else 1)
 PY

@@ -5,6 +5,7 @@ mod common;
 
 use acceval::accuracy::metrics;
 use acceval::data::io;
+use acceval::model::tensor::TensorData;
 
 const NUMPY: &str = r#"
 import sys, json, numpy as np
@@ -12,15 +13,21 @@ n, out = int(sys.argv[1]), sys.argv[2]
 rng = np.random.default_rng(n)
 y = rng.standard_normal(n, dtype=np.float32) * 3 + 1
 x = y + rng.standard_normal(n, dtype=np.float32) * np.float32(0.01)
-np.save(out + "/x.npy", x); np.save(out + "/y.npy", y)
+if out != "-":
+    np.save(out + "/x.npy", x); np.save(out + "/y.npy", y)
 x64, y64 = x.astype(np.float64), y.astype(np.float64)
 d = x64 - y64
 naive_mse = float(np.cumsum(np.square((x - y)), dtype=np.float32)[-1] / np.float32(n))
-print(json.dumps({
+sys.stdout.write(json.dumps({
   "mse": float(np.mean(d * d)), "max_abs_error": float(np.max(np.abs(d))),
   "rel_l2_error": float(np.linalg.norm(d) / np.linalg.norm(y64)),
   "cosine": float(np.dot(x64, y64) / (np.linalg.norm(x64) * np.linalg.norm(y64))),
-  "naive_f32_mse": naive_mse}))
+  "naive_f32_mse": naive_mse}) + "\n")
+sys.stdout.flush()
+if out == "-":
+    # The large case comes back through the pipe as raw little-endian float32 (x, then y):
+    # 800 MB that need not touch the disk (a CI machine's /tmp may not have it free).
+    sys.stdout.buffer.write(x.astype("<f4").tobytes()); sys.stdout.buffer.write(y.astype("<f4").tobytes())
 "#;
 
 /// A Python with numpy (`$ACCEVAL_PYTHON`, else `python3`); `None` is a visible skip, or a
@@ -45,15 +52,46 @@ fn numpy_python() -> Option<String> {
 fn metrics_match_numpy_float64() {
     let Some(py) = numpy_python() else { return };
     for n in [1_000usize, 100_000_000] {
+        // The small case goes through .npy files and `read_npy`; the large one through the pipe.
         let dir = tempfile::tempdir().unwrap();
+        let on_disk = n <= 1_000_000;
+        let out = if on_disk {
+            dir.path().to_str().unwrap()
+        } else {
+            "-"
+        };
         let o = std::process::Command::new(&py)
-            .args(["-c", NUMPY, &n.to_string(), dir.path().to_str().unwrap()])
+            .args(["-c", NUMPY, &n.to_string(), out])
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let want: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let x = io::read_npy(&dir.path().join("x.npy")).unwrap();
-        let y = io::read_npy(&dir.path().join("y.npy")).unwrap();
+        let eol = o
+            .stdout
+            .iter()
+            .position(|&b| b == b'\n')
+            .expect("a JSON line");
+        let want: serde_json::Value = serde_json::from_slice(&o.stdout[..eol]).unwrap();
+        let (x, y) = if on_disk {
+            let x = io::read_npy(&dir.path().join("x.npy")).unwrap();
+            let y = io::read_npy(&dir.path().join("y.npy")).unwrap();
+            (x, y)
+        } else {
+            let raw = &o.stdout[eol + 1..];
+            assert_eq!(
+                raw.len(),
+                8 * n,
+                "numpy sent {} bytes for 2 x {n} float32",
+                raw.len()
+            );
+            let f32s = |b: &[u8]| {
+                let v: Vec<f32> = b
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
+                TensorData::F32(ndarray::ArrayD::from_shape_vec(vec![n], v).unwrap())
+            };
+            (f32s(&raw[..4 * n]), f32s(&raw[4 * n..]))
+        };
         let m = metrics::metrics(&x, &y).unwrap();
         assert_eq!(m.elements, n as u64);
         let close = |got: f64, key: &str| {
