@@ -56,7 +56,7 @@ for k in $(seq 1 "$n"); do
   "${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --start-rate "$rate" --max-rate "$rate" \
     --slo 'p99<=10s' --error-budget 0.5 --step-duration "$window" --warmup-s 0 --json > "$work/w.json" || true
   read -r s1 t1 < <(ticks)
-  steal=$(awk -v a="$((s1 - s0))" -v b="$((t1 - t0))" 'BEGIN {printf "%.2f", b > 0 ? 100 * a / b : 0}')
+  steal=$(awk -v a="$((s1 - s0))" -v b="$((t1 - t0))" 'BEGIN {printf "%.2f", (b > 0 ? 100 * a / b : 0)}')
   line=$("$py" - "$work/w.json" "$(rss)" "$steal" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
