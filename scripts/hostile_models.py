@@ -260,6 +260,13 @@ def named_cases(out):
         model([helper.make_node("Conv", ["x", "w"], ["y"], stride=[2, 2])], [vi("x", [1, 1, 8, 8])],
               [vi("y", None)], [f32("w", [1, 1, 3, 3])]),
         "error naming the attribute, 'did you mean strides'")
+    # 15. Found in review (2026-12-07): an attribute another opset defines. Opset 13 moved
+    # Squeeze's `axes` to an input; tract ignored the attribute and squeezed every unit
+    # dimension ([3, 5] for [3, 1, 5]), exit 0, where ONNX Runtime refuses the model.
+    add("squeeze_axes_attribute_at_opset_13",
+        model([helper.make_node("Squeeze", ["x"], ["y"], axes=[0])], [vi("x", [1, 3, 1, 5])],
+              [vi("y", None)], opset=13),
+        "error naming the attribute and the opsets that define it")
     return cases
 
 

@@ -120,7 +120,18 @@ fn an_attribute_the_operator_does_not_define_is_refused_on_every_backend() {
         ),
         (
             write(relu, 17),
-            "(Relu) has the attribute 'alpha', which no opset of Relu defines: ONNX's checker and ONNX Runtime refuse it, and tract would ignore it; Relu takes consumed_inputs; rename",
+            "(Relu) has the attribute 'alpha', which no opset of Relu defines: ONNX's checker and ONNX Runtime refuse it, and tract would ignore it; Relu takes no attributes at opset 17; remove it",
+        ),
+        // Defined at another opset than the model's: opset 13 moved Squeeze's `axes` to an
+        // input, and tract, ignoring the attribute, squeezed every unit dimension ([3, 5]
+        // where opset 11 means [3, 1, 5]).
+        (
+            write(squeeze(), 13),
+            "node 'Squeeze_y' (Squeeze) has the attribute 'axes', which Squeeze defines in opsets 1 to 12 but not at the model's opset 13: ONNX's checker and ONNX Runtime refuse it, and tract would ignore it; declare an opset that defines it, or write the node as Squeeze's schema at opset 13 does (see the operator's changelog)",
+        ),
+        (
+            write(relu_consumed(), 17),
+            "(Relu) has the attribute 'consumed_inputs', which Relu defines in opsets 1 to 5 but not at the model's opset 17",
         ),
     ];
     let mut backends = vec!["cpu"];
@@ -134,8 +145,23 @@ fn an_attribute_the_operator_does_not_define_is_refused_on_every_backend() {
             assert!(e.contains("the model is malformed"), "{e}");
         }
     }
-    // The attributes a version defines are taken: opset 1's `consumed_inputs` on Relu.
-    let relu1 = GraphBuilder::new("g")
+    // The attributes the schema in force defines are taken: opset 1's `consumed_inputs` on
+    // Relu, and opset 11's `axes` on Squeeze, which squeezes only axis 1.
+    let w = write(relu_consumed(), 1);
+    let (code, _, err) = acceval(&["run", "--model", w.path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let w = write(squeeze(), 11);
+    for b in &backends {
+        let m = w.path.to_str().unwrap();
+        let (code, out, err) = acceval(&["run", "--model", m, "--backend", b]);
+        assert_eq!(code, 0, "{b}: {err}");
+        assert!(out.contains("[3x1x5]"), "{b}: {out}");
+    }
+}
+
+/// Relu with opset 1's attribute `consumed_inputs` (removed at opset 6).
+fn relu_consumed() -> GraphBuilder {
+    GraphBuilder::new("g")
         .input("x", F, &[1, 4])
         .node(node(
             "Relu",
@@ -143,10 +169,20 @@ fn an_attribute_the_operator_does_not_define_is_refused_on_every_backend() {
             &["y"],
             vec![attr("consumed_inputs", Attr::Ints(vec![0]))],
         ))
-        .output_unshaped("y", F);
-    let w = write(relu1, 1);
-    let (code, _, err) = acceval(&["run", "--model", w.path.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
+        .output_unshaped("y", F)
+}
+
+/// Squeeze of axis 0 by the attribute `axes` (opsets 1 to 12) on a [1, 3, 1, 5] input.
+fn squeeze() -> GraphBuilder {
+    GraphBuilder::new("g")
+        .input("x", F, &[1, 3, 1, 5])
+        .node(node(
+            "Squeeze",
+            &["x"],
+            &["y"],
+            vec![attr("axes", Attr::Ints(vec![0]))],
+        ))
+        .output_unshaped("y", F)
 }
 
 /// Defects of a graph's wiring that ONNX's checker refuses and that tract met as a panic

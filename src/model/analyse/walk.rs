@@ -218,31 +218,65 @@ impl<'m> Walker<'m> {
                 "node '{label}' ({op}) leaves its input {k} empty, which {op} requires"
             )));
         }
-        // ONNX's checker refuses an attribute the operator does not define, and so does ONNX
-        // Runtime ("Unrecognized attribute"); tract ignored it, so a misspelt `strides`
-        // ran with the default strides.
-        if ops::is_onnx_domain(&node.domain)
-            && let Some(known) = ops::known_attributes(op)
-            && let Some(a) = node
-                .attribute
-                .iter()
-                .find(|a| !known.contains(&a.name.as_str()))
-        {
-            let near = known
-                .iter()
-                .map(|k| (strsim::damerau_levenshtein(k, &a.name), k))
-                .filter(|&(d, _)| d <= 2)
-                .min()
-                .map(|(_, k)| k);
-            let hint = match near {
-                Some(k) => format!("did you mean '{k}'? "),
-                None if known.is_empty() => format!("{op} takes no attributes; "),
-                None => format!("{op} takes {}; ", known.join(", ")),
-            };
-            return Err(AnalyseError::Malformed(format!(
-                "node '{label}' ({op}) has the attribute '{}', which no opset of {op} defines: ONNX's checker and ONNX Runtime refuse it, and tract would ignore it; {hint}rename or remove it",
-                a.name
-            )));
+        // ONNX's checker refuses an attribute the operator's schema at the model's opset does
+        // not define, and so does ONNX Runtime ("Unrecognized attribute"). tract ignored it:
+        // a misspelt `strides` ran with the default strides, and an opset-13 Squeeze with the
+        // opset-11 attribute `axes` squeezed every unit dimension.
+        if ops::is_onnx_domain(&node.domain) {
+            for a in &node.attribute {
+                let name = a.name.as_str();
+                let (why, hint) = match ops::attribute_at(op, self.opset, name) {
+                    ops::AttributeAt::Defined => continue,
+                    ops::AttributeAt::OtherOpsets(ranges) => {
+                        let opsets: Vec<String> = ranges
+                            .iter()
+                            .map(|&(first, last)| match last {
+                                Some(l) if l == first => format!("opset {first}"),
+                                Some(l) => format!("opsets {first} to {l}"),
+                                None => format!("opsets from {first} on"),
+                            })
+                            .collect();
+                        (
+                            format!(
+                                "which {op} defines in {} but not at the model's opset {}",
+                                opsets.join(" and "),
+                                self.opset
+                            ),
+                            format!(
+                                "declare an opset that defines it, or write the node as {op}'s schema at opset {} does (see the operator's changelog); ",
+                                self.opset
+                            ),
+                        )
+                    }
+                    ops::AttributeAt::Unknown(known) => {
+                        let near = known
+                            .iter()
+                            .map(|k| (strsim::damerau_levenshtein(k, name), k))
+                            .filter(|&(d, _)| d <= 2)
+                            .min()
+                            .map(|(_, k)| k);
+                        let hint = match near {
+                            Some(k) => format!("did you mean '{k}'? rename or remove it; "),
+                            None if known.is_empty() => {
+                                format!(
+                                    "{op} takes no attributes at opset {}; remove it; ",
+                                    self.opset
+                                )
+                            }
+                            None => format!(
+                                "{op} takes {} at opset {}; rename or remove it; ",
+                                known.join(", "),
+                                self.opset
+                            ),
+                        };
+                        (format!("which no opset of {op} defines"), hint)
+                    }
+                };
+                return Err(AnalyseError::Malformed(format!(
+                    "node '{label}' ({op}) has the attribute '{name}', {why}: ONNX's checker and ONNX Runtime refuse it, and tract would ignore it; {}",
+                    hint.trim_end_matches("; ")
+                )));
+            }
         }
         Ok(())
     }

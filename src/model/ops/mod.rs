@@ -68,7 +68,7 @@ mod reduce;
 mod required;
 pub use required::required_inputs;
 mod attributes;
-pub use attributes::known_attributes;
+pub use attributes::attribute_schemas;
 mod resize;
 mod slicing;
 
@@ -148,6 +148,52 @@ const FAMILIES: &[&[Entry]] = &[
     recurrent::OPS,
     attention::OPS,
 ];
+
+/// Where an attribute stands against the schema of its operator in force at an opset.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AttributeAt {
+    /// The schema in force defines it, or ONNX defines no such operator (other checks speak
+    /// to that).
+    Defined,
+    /// Other opsets' schemas define it: the ranges of opsets where one does (first, last;
+    /// `None` for up to the newest).
+    OtherOpsets(Vec<(i64, Option<i64>)>),
+    /// No schema of the operator defines it; the names the schema in force defines.
+    Unknown(&'static [&'static str]),
+}
+
+/// Whether `op` (default domain) at `opset` defines the attribute `name`. The schema in force
+/// is the newest one taking effect at or before `opset`; before the operator's first schema,
+/// the first.
+pub fn attribute_at(op: &str, opset: i64, name: &str) -> AttributeAt {
+    let Some(schemas) = attribute_schemas(op) else {
+        return AttributeAt::Defined;
+    };
+    let k = schemas
+        .iter()
+        .rposition(|&(since, _)| since <= opset)
+        .unwrap_or(0);
+    let in_force = schemas[k].1;
+    if in_force.contains(&name) {
+        return AttributeAt::Defined;
+    }
+    let mut ranges: Vec<(i64, Option<i64>)> = Vec::new();
+    for (j, &(since, names)) in schemas.iter().enumerate() {
+        if !names.contains(&name) {
+            continue;
+        }
+        let last = schemas.get(j + 1).map(|&(next, _)| next - 1);
+        match ranges.last_mut() {
+            Some((_, end)) if *end == Some(since - 1) => *end = last,
+            _ => ranges.push((since, last)),
+        }
+    }
+    if ranges.is_empty() {
+        AttributeAt::Unknown(in_force)
+    } else {
+        AttributeAt::OtherOpsets(ranges)
+    }
+}
 
 /// True for the default operator domain.
 pub fn is_onnx_domain(domain: &str) -> bool {
@@ -381,6 +427,44 @@ mod tests {
         assert!(required_inputs("Loop").is_empty());
         assert!(required_inputs("Concat").is_empty());
         assert!(required_inputs("NoSuchOp").is_empty());
+    }
+
+    /// The schema in force at an opset decides, and the answer names where else an attribute
+    /// is defined (from onnx 1.23.2's schemas).
+    #[test]
+    fn attributes_are_judged_by_the_schema_in_force() {
+        use AttributeAt::*;
+        assert_eq!(attribute_at("Squeeze", 11, "axes"), Defined);
+        assert_eq!(attribute_at("Squeeze", 12, "axes"), Defined);
+        assert_eq!(
+            attribute_at("Squeeze", 13, "axes"),
+            OtherOpsets(vec![(1, Some(12))])
+        );
+        assert_eq!(
+            attribute_at("Upsample", 9, "scales"),
+            OtherOpsets(vec![(7, Some(8))])
+        );
+        assert_eq!(
+            attribute_at("Dropout", 7, "seed"),
+            OtherOpsets(vec![(12, None)])
+        );
+        assert_eq!(attribute_at("Dropout", 22, "seed"), Defined);
+        assert_eq!(attribute_at("Relu", 1, "consumed_inputs"), Defined);
+        assert_eq!(
+            attribute_at("Relu", 6, "consumed_inputs"),
+            OtherOpsets(vec![(1, Some(5))])
+        );
+        match attribute_at("Conv", 17, "stride") {
+            Unknown(names) => assert!(names.contains(&"strides"), "{names:?}"),
+            other => panic!("{other:?}"),
+        }
+        // Before the operator's first schema, the first; an unknown operator is left alone.
+        assert_eq!(attribute_at("Gelu", 7, "approximate"), Defined);
+        assert_eq!(attribute_at("NoSuchOp", 17, "anything"), Defined);
+        // Found by binary search, so the table is sorted: the first, a middle and the last.
+        for op in ["Abs", "Conv", "Upsample", "Xor"] {
+            assert!(attribute_schemas(op).is_some(), "{op}");
+        }
     }
 
     #[test]
