@@ -80,7 +80,7 @@ for k in $(seq 1 "$n"); do
   read -r cs1 cn1 qs1 qn1 < <(scrape) || true
   server=$(awk -v cs="$cs0 $cs1" -v cn="$cn0 $cn1" -v qs="$qs0 $qs1" -v qn="$qn0 $qn1" 'BEGIN {
     split(cs, a); split(cn, b); split(qs, c); split(qn, d)
-    printf "%.4f %.3f", (b[2] > b[1] ? 1000 * (a[2] - a[1]) / (b[2] - b[1]) : -1), (d[2] > d[1] ? 1000 * (c[2] - c[1]) / (d[2] - d[1]) : -1)
+    printf "%.4f %.3f %.3f", (b[2] > b[1] ? 1000 * (a[2] - a[1]) / (b[2] - b[1]) : -1), (d[2] > d[1] ? 1000 * (c[2] - c[1]) / (d[2] - d[1]) : -1), (b[2] > b[1] ? a[2] - a[1] : -1)
   }')
   steal=$(awk -v a="$((s1 - s0))" -v b="$((t1 - t0))" 'BEGIN {printf "%.2f", (b > 0 ? 100 * a / b : 0)}')
   line=$("$py" - "$work/w.json" "$(rss)" "$steal" $server <<'PY'
@@ -89,7 +89,7 @@ r = json.load(open(sys.argv[1]))
 s = r["steps"][0]
 p99 = (s.get("latency_ms") or {}).get("p99")
 kinds = ",".join(f"{k}:{v}" for k, v in (s.get("failures") or {}).items()) or "-"
-print(s["achieved_rps"], s["sent"], s["failed"], p99 if p99 is not None else "nan", sys.argv[2], kinds, sys.argv[3], sys.argv[4], sys.argv[5])
+print(s["achieved_rps"], s["sent"], s["failed"], p99 if p99 is not None else "nan", sys.argv[2], kinds, sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6])
 PY
 )
   echo "$k $line" >> "$work/windows.txt"
@@ -113,7 +113,7 @@ print(f"capacity (same server, same search): max QPS {m0:.1f} req/s at the start
       f" {mm1(m0)} then and {mm1(m1)} now (ln(100) / (capacity - rate))")
 PY
 fi
-"$py" - "$work/windows.txt" <<'PY'
+"$py" - "$work/windows.txt" "$window" <<'PY'
 import os, sys
 rows = [l.split() for l in open(sys.argv[1])]
 failed = sum(int(r[3]) for r in rows)
@@ -128,8 +128,12 @@ print(f"server RSS: {rss0:.1f} MiB after window 1, {rss1:.1f} MiB after window {
 strict = os.environ.get("STRICT_P99") == "1"
 print(f"host steal on the server's CPU: {float(rows[0][7]):.2f} % of window 1, {float(rows[-1][7]):.2f} % of window {len(rows)}, at most {max(float(r[7]) for r in rows):.2f} % (time the hypervisor gave that core to another guest)")
 c0, c1 = float(rows[0][8]), float(rows[-1][8])
+window_s = float(sys.argv[2])
 if c0 > 0 and c1 > 0:
-    print(f"server compute (mean time of one model run, from its /metrics): {c0:.4f} ms in window 1, {c1:.4f} ms in window {len(rows)}: {(c1 - c0) / c0 * 100:+.1f} %; utilisation of the model at the held rate {float(rows[0][1]) * c0 / 1000:.3f} then, {float(rows[-1][1]) * c1 / 1000:.3f} now")
+    # The share of the window the model ran: its compute seconds over the window's seconds,
+    # right whatever the batching.
+    u0, u1 = float(rows[0][10]) / window_s, float(rows[-1][10]) / window_s
+    print(f"server compute (mean time of one model run, from its /metrics): {c0:.4f} ms in window 1, {c1:.4f} ms in window {len(rows)}: {(c1 - c0) / c0 * 100:+.1f} %; the model kept the server busy {u0 * 100:.1f} % of window 1 and {u1 * 100:.1f} % of window {len(rows)}")
 print(f"p99: {p0:.3f} ms in window 1, {p1:.3f} ms in window {len(rows)}: {drift:+.1f} %: {'PASS' if ok_p99 else 'FAIL'} (within 10 %{'' if strict else '; informational unless STRICT_P99=1'})")
 sys.exit(0 if ok_err and ok_mem and (ok_p99 or not strict) else 1)
 PY
