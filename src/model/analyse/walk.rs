@@ -243,7 +243,7 @@ impl<'m> Walker<'m> {
                                 self.opset
                             ),
                             format!(
-                                "declare an opset that defines it, or write the node as {op}'s schema at opset {} does (see the operator's changelog); ",
+                                "declare an opset that defines it, or write the node as {op}'s schema at opset {} does (see the operator's changelog)",
                                 self.opset
                             ),
                         )
@@ -256,15 +256,15 @@ impl<'m> Walker<'m> {
                             .min()
                             .map(|(_, k)| k);
                         let hint = match near {
-                            Some(k) => format!("did you mean '{k}'? rename or remove it; "),
+                            Some(k) => format!("did you mean '{k}'? rename or remove it"),
                             None if known.is_empty() => {
                                 format!(
-                                    "{op} takes no attributes at opset {}; remove it; ",
+                                    "{op} takes no attributes at opset {}; remove it",
                                     self.opset
                                 )
                             }
                             None => format!(
-                                "{op} takes {} at opset {}; rename or remove it; ",
+                                "{op} takes {} at opset {}; rename or remove it",
                                 known.join(", "),
                                 self.opset
                             ),
@@ -274,7 +274,7 @@ impl<'m> Walker<'m> {
                 };
                 return Err(AnalyseError::Malformed(format!(
                     "node '{label}' ({op}) has the attribute '{name}', {why}: ONNX's checker and ONNX Runtime refuse it, and tract would ignore it; {}",
-                    hint.trim_end_matches("; ")
+                    hint
                 )));
             }
         }
