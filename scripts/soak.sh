@@ -7,6 +7,8 @@
 #        MODEL=lstm-load-forecast BACKEND=cpu SHARE=0.8 MAX_STEP_S=30 scripts/soak.sh ...
 #        SERVER_CPUS=0 CLIENT_CPUS=1 scripts/soak.sh ...   (pin each side with taskset, so the
 #        client's threads and the server's do not take each other's core; THREADS=1 then suits)
+#        DISTRIBUTION=uniform scripts/soak.sh ...   (arrivals evenly spaced, as wrk2's constant
+#        rate, for the max search and the soak alike; default poisson, as LoadGen's Server)
 #
 # Prints one line per window (rate, achieved req/s, failed, p99 ms, server RSS MiB, and the
 # hypervisor's steal time on the server's CPU from /proc/stat: the share of that window during
@@ -21,6 +23,7 @@
 set -euo pipefail
 duration=${1:-3600} window=${2:-60} bin=${3:-target/release/acceval}
 model=${MODEL:-lstm-load-forecast} backend=${BACKEND:-cpu} share=${SHARE:-0.8}
+distribution=${DISTRIBUTION:-poisson}
 py=${PYTHON:-python3}
 server_pin=() client_pin=() threads=()
 [ -n "${SERVER_CPUS:-}" ] && server_pin=(taskset -c "$SERVER_CPUS")
@@ -47,10 +50,10 @@ name=${NAME:-$model}
 # server sustained over minutes (an hour held there on 2026-12-07 met 503s in its third
 # window, docs/limits.md).
 max_step=${MAX_STEP_S:-$(( duration >= 600 ? 30 : 5 ))}
-"${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --slo 'p99<=100ms' --step-duration "$max_step" --json > "$work/max.json"
+"${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --slo 'p99<=100ms' --distribution "$distribution" --step-duration "$max_step" --json > "$work/max.json"
 max=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["max_qps"] or 0)' "$work/max.json")
 rate=$("$py" -c "print(round($share * $max, 1))")
-echo "soak of $model on $backend at $url${SERVER_CPUS:+ (server on CPU $SERVER_CPUS, client on ${CLIENT_CPUS:-any})}: max QPS $max req/s (steps of $max_step s), held at $share of it = $rate req/s for $duration s in $window s windows"
+echo "soak of $model on $backend at $url${SERVER_CPUS:+ (server on CPU $SERVER_CPUS, client on ${CLIENT_CPUS:-any})}: max QPS $max req/s (steps of $max_step s), held at $share of it = $rate req/s for $duration s in $window s windows, $distribution arrivals"
 rss() { awk '/^VmRSS/ {print $2 / 1024}' "/proc/$pid/status"; }
 # The server's own account from its /metrics: the sums and counts of its compute time (one
 # model run) and of its queue wait, so that each window's mean service time shows whether the
@@ -74,7 +77,7 @@ n=$(( (duration + window - 1) / window ))
 for k in $(seq 1 "$n"); do
   read -r s0 t0 < <(ticks)
   read -r cs0 cn0 qs0 qn0 < <(scrape) || true
-  "${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --start-rate "$rate" --max-rate "$rate" \
+  "${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --start-rate "$rate" --max-rate "$rate" --distribution "$distribution" \
     --slo 'p99<=10s' --error-budget 0.5 --step-duration "$window" --warmup-s 0 --json > "$work/w.json" || true
   read -r s1 t1 < <(ticks)
   read -r cs1 cn1 qs1 qn1 < <(scrape) || true
@@ -101,7 +104,7 @@ done
 # 10 minutes on): at a fixed offered rate the P99 follows the capacity left over, so a P99 that
 # moved while the capacity moved is the host, and one that moved while it held is the server.
 if [ "${END_PROBE:-$(( duration >= 600 ))}" = 1 ]; then
-  "${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --slo 'p99<=100ms' --step-duration "$max_step" --json > "$work/max_end.json"
+  "${client_pin[@]}" "$bin" qps --url "$url" --model "$name" --slo 'p99<=100ms' --distribution "$distribution" --step-duration "$max_step" --json > "$work/max_end.json"
   "$py" - "$work/max.json" "$work/max_end.json" "$rate" <<'PY'
 import json, math, sys
 m0, m1 = (json.load(open(f))["max_qps"] or 0 for f in sys.argv[1:3])
